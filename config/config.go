@@ -1,0 +1,216 @@
+// Package config reads unhold's settings from command-line flags and
+// environment variables. A flag wins over its environment variable, which
+// wins over the built-in default.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Accepted values of Config.CouponExpiry.
+const (
+	// CouponExpiryExtend gives a released coupon that has already expired
+	// CouponExtendDays more days, so the customer can still use it.
+	CouponExpiryExtend = "extend"
+	// CouponExpiryKeep returns an expired coupon as EXPIRED.
+	CouponExpiryKeep = "keep"
+)
+
+// Accepted values of Config.LogFormat.
+const (
+	LogFormatAuto = "auto" // text on a terminal, JSON otherwise
+	LogFormatJSON = "json"
+	LogFormatText = "text"
+)
+
+// Config holds every setting of one unhold process.
+type Config struct {
+	DB                string        // SQLite file path, or a postgres:// URL
+	Addr              string        // HTTP listen address
+	WorkerID          string        // lease owner name of this process's worker
+	WorkerBatch       int           // tasks claimed per worker round
+	LeaseDuration     time.Duration // how long a claimed task stays ours
+	SweepEvery        time.Duration // release sweep interval
+	TimeoutCloseEvery time.Duration // timeout close of unpaid orders interval
+	LeaseRescueEvery  time.Duration // rescue of expired leases interval
+	CouponExpiry      string        // CouponExpiryExtend or CouponExpiryKeep
+	CouponExtendDays  int           // days added by CouponExpiryExtend
+	Demo              bool          // seed demo data on start
+	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
+	Args              []string      // positional arguments left after the flags
+}
+
+// Load parses args (without the program name or subcommand) with getenv
+// supplying the defaults, usually os.Getenv. An error names the bad setting
+// as the user wrote it (flag or environment variable) and what it accepts.
+// For -h it returns an error wrapping flag.ErrHelp that lists the flags.
+func Load(args []string, getenv func(string) string) (Config, error) {
+	fs := flag.NewFlagSet("unhold", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+
+	// Every value is first read as text so that a bad environment variable
+	// overridden by a good flag is not an error, and so that errors can
+	// name whichever of the two supplied the value.
+	var settings []*setting
+	text := func(flagName, env, def, usage string) *setting {
+		s := &setting{flag: flagName, env: env}
+		if v := getenv(env); v != "" {
+			def = v
+		}
+		fs.StringVar(&s.value, flagName, def, usage+" ($"+env+")")
+		settings = append(settings, s)
+		return s
+	}
+
+	db := text("db", "UNHOLD_DB", "unhold.db", "SQLite file path or postgres:// URL")
+	addr := text("addr", "UNHOLD_ADDR", "127.0.0.1:8080", "HTTP listen address")
+	workerID := text("worker-id", "UNHOLD_WORKER_ID", defaultWorkerID(), "worker name used as lease owner")
+	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "50", "tasks claimed per worker round, 1 to 1000")
+	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
+	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")
+	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
+	rescue := text("lease-rescue-every", "UNHOLD_LEASE_RESCUE_EVERY", "30s", "lease rescue interval")
+	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
+	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
+	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
+
+	// -demo is a real bool flag so that a bare "-demo" works.
+	demoEnv := getenv("UNHOLD_DEMO")
+	demoDefault := false
+	if demoEnv != "" {
+		v, err := strconv.ParseBool(demoEnv)
+		if err != nil {
+			return Config{}, fmt.Errorf("config: UNHOLD_DEMO must be true or false, got %q", demoEnv)
+		}
+		demoDefault = v
+	}
+	demo := fs.Bool("demo", demoDefault, "seed demo data on start ($UNHOLD_DEMO)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			var b strings.Builder
+			fs.SetOutput(&b)
+			fs.PrintDefaults()
+			return Config{}, fmt.Errorf("config: %w; flags:\n%s", err, b.String())
+		}
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		for _, s := range settings {
+			if s.flag == f.Name {
+				s.fromFlag = true
+			}
+		}
+	})
+
+	cfg := Config{Demo: *demo, Args: fs.Args()}
+	var err error
+	if cfg.DB, err = nonEmpty(db, "a SQLite file path or a postgres:// URL"); err != nil {
+		return Config{}, err
+	}
+	if cfg.Addr, err = hostPort(addr); err != nil {
+		return Config{}, err
+	}
+	if cfg.WorkerID, err = nonEmpty(workerID, "a worker name"); err != nil {
+		return Config{}, err
+	}
+	if cfg.WorkerBatch, err = intIn(batch, 1, 1000); err != nil {
+		return Config{}, err
+	}
+	if cfg.LeaseDuration, err = durationMin(lease, time.Second); err != nil {
+		return Config{}, err
+	}
+	if cfg.SweepEvery, err = durationMin(sweep, time.Millisecond); err != nil {
+		return Config{}, err
+	}
+	if cfg.TimeoutCloseEvery, err = durationMin(timeoutClose, time.Millisecond); err != nil {
+		return Config{}, err
+	}
+	if cfg.LeaseRescueEvery, err = durationMin(rescue, time.Millisecond); err != nil {
+		return Config{}, err
+	}
+	if cfg.CouponExpiry, err = oneOf(couponExpiry, CouponExpiryExtend, CouponExpiryKeep); err != nil {
+		return Config{}, err
+	}
+	if cfg.CouponExtendDays, err = intIn(extendDays, 0, 365); err != nil {
+		return Config{}, err
+	}
+	if cfg.LogFormat, err = oneOf(logFormat, LogFormatAuto, LogFormatJSON, LogFormatText); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// setting is one flag/environment variable pair and its raw value.
+type setting struct {
+	flag, env string
+	value     string
+	fromFlag  bool
+}
+
+// name is how the user supplied the value, for error messages.
+func (s *setting) name() string {
+	if s.fromFlag {
+		return "-" + s.flag
+	}
+	return s.env
+}
+
+func (s *setting) errorf(accepted string) error {
+	return fmt.Errorf("config: %s must be %s, got %q", s.name(), accepted, s.value)
+}
+
+func defaultWorkerID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unhold"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
+func nonEmpty(s *setting, accepted string) (string, error) {
+	if strings.TrimSpace(s.value) == "" {
+		return "", s.errorf(accepted)
+	}
+	return s.value, nil
+}
+
+func hostPort(s *setting) (string, error) {
+	if _, port, err := net.SplitHostPort(s.value); err != nil || port == "" {
+		return "", s.errorf("a host:port address like 127.0.0.1:8080")
+	}
+	return s.value, nil
+}
+
+func intIn(s *setting, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s.value)
+	if err != nil || n < lo || n > hi {
+		return 0, s.errorf(fmt.Sprintf("an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+func durationMin(s *setting, lo time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(s.value)
+	if err != nil || d < lo {
+		return 0, s.errorf(fmt.Sprintf("a duration of at least %s, like 30s or 2m", lo))
+	}
+	return d, nil
+}
+
+func oneOf(s *setting, accepted ...string) (string, error) {
+	for _, a := range accepted {
+		if s.value == a {
+			return a, nil
+		}
+	}
+	return "", s.errorf("one of " + strings.Join(accepted, ", "))
+}

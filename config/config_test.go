@@ -1,0 +1,227 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func defaults(t *testing.T) Config {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatalf("hostname: %v", err)
+	}
+	return Config{
+		DB:                "unhold.db",
+		Addr:              "127.0.0.1:8080",
+		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
+		WorkerBatch:       50,
+		LeaseDuration:     30 * time.Second,
+		SweepEvery:        2 * time.Second,
+		TimeoutCloseEvery: 10 * time.Second,
+		LeaseRescueEvery:  30 * time.Second,
+		CouponExpiry:      CouponExpiryExtend,
+		CouponExtendDays:  3,
+		Demo:              false,
+		LogFormat:         LogFormatAuto,
+	}
+}
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+
+	allEnv := map[string]string{
+		"UNHOLD_DB":                  "postgres://u@db/unhold",
+		"UNHOLD_ADDR":                ":9090",
+		"UNHOLD_WORKER_ID":           "w-env",
+		"UNHOLD_WORKER_BATCH":        "7",
+		"UNHOLD_LEASE":               "1m",
+		"UNHOLD_SWEEP_EVERY":         "5s",
+		"UNHOLD_TIMEOUT_CLOSE_EVERY": "20s",
+		"UNHOLD_LEASE_RESCUE_EVERY":  "45s",
+		"UNHOLD_COUPON_EXPIRY":       "keep",
+		"UNHOLD_COUPON_EXTEND_DAYS":  "0",
+		"UNHOLD_DEMO":                "true",
+		"UNHOLD_LOG_FORMAT":          "json",
+	}
+
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want func(c *Config) // changes from defaults
+	}{
+		{name: "defaults", want: func(c *Config) {}},
+		{
+			name: "env",
+			env:  allEnv,
+			want: func(c *Config) {
+				c.DB = "postgres://u@db/unhold"
+				c.Addr = ":9090"
+				c.WorkerID = "w-env"
+				c.WorkerBatch = 7
+				c.LeaseDuration = time.Minute
+				c.SweepEvery = 5 * time.Second
+				c.TimeoutCloseEvery = 20 * time.Second
+				c.LeaseRescueEvery = 45 * time.Second
+				c.CouponExpiry = CouponExpiryKeep
+				c.CouponExtendDays = 0
+				c.Demo = true
+				c.LogFormat = LogFormatJSON
+			},
+		},
+		{
+			name: "flags over env",
+			env:  allEnv,
+			args: []string{
+				"-db", "shop.db",
+				"-addr", "127.0.0.1:8081",
+				"-worker-id", "w-flag",
+				"-worker-batch", "1000",
+				"-lease", "1s",
+				"-sweep-every", "3s",
+				"-timeout-close-every", "1m",
+				"-lease-rescue-every", "2m",
+				"-coupon-expiry", "extend",
+				"-coupon-extend-days", "365",
+				"-demo=false",
+				"-log-format", "text",
+			},
+			want: func(c *Config) {
+				c.DB = "shop.db"
+				c.Addr = "127.0.0.1:8081"
+				c.WorkerID = "w-flag"
+				c.WorkerBatch = 1000
+				c.LeaseDuration = time.Second
+				c.SweepEvery = 3 * time.Second
+				c.TimeoutCloseEvery = time.Minute
+				c.LeaseRescueEvery = 2 * time.Minute
+				c.CouponExpiry = CouponExpiryExtend
+				c.CouponExtendDays = 365
+				c.Demo = false
+				c.LogFormat = LogFormatText
+			},
+		},
+		{
+			name: "good flag hides bad env",
+			env:  map[string]string{"UNHOLD_WORKER_BATCH": "abc", "UNHOLD_LOG_FORMAT": "xml"},
+			args: []string{"-worker-batch", "1", "-log-format", "json"},
+			want: func(c *Config) { c.WorkerBatch = 1; c.LogFormat = LogFormatJSON },
+		},
+		{
+			name: "bare bool flag and double dash",
+			args: []string{"--demo"},
+			want: func(c *Config) { c.Demo = true },
+		},
+		{
+			name: "positional args kept",
+			args: []string{"-demo", "seed", "-x"},
+			want: func(c *Config) { c.Demo = true; c.Args = []string{"seed", "-x"} },
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := Load(tt.args, mapEnv(tt.env))
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			want := defaults(t)
+			tt.want(&want)
+			// fs.Args is nil or empty depending on the arguments; both mean none.
+			if !slices.Equal(got.Args, want.Args) {
+				t.Errorf("Args = %q, want %q", got.Args, want.Args)
+			}
+			got.Args, want.Args = nil, nil
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("Load =\n%+v\nwant\n%+v", got, want)
+			}
+		})
+	}
+}
+
+func TestLoadInvalid(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		args    []string
+		wantErr string
+	}{
+		{"db empty flag", nil, []string{"-db", ""},
+			`config: -db must be a SQLite file path or a postgres:// URL, got ""`},
+		{"addr no port", map[string]string{"UNHOLD_ADDR": "localhost"}, nil,
+			`config: UNHOLD_ADDR must be a host:port address like 127.0.0.1:8080, got "localhost"`},
+		{"addr empty port", nil, []string{"-addr", "127.0.0.1:"},
+			`config: -addr must be a host:port address like 127.0.0.1:8080, got "127.0.0.1:"`},
+		{"worker id blank", nil, []string{"-worker-id", " "},
+			`config: -worker-id must be a worker name, got " "`},
+		{"batch not a number", map[string]string{"UNHOLD_WORKER_BATCH": "abc"}, nil,
+			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "abc"`},
+		{"batch zero", nil, []string{"-worker-batch", "0"},
+			`config: -worker-batch must be an integer from 1 to 1000, got "0"`},
+		{"batch too big", map[string]string{"UNHOLD_WORKER_BATCH": "1001"}, nil,
+			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "1001"`},
+		{"lease bad", map[string]string{"UNHOLD_LEASE": "30"}, nil,
+			`config: UNHOLD_LEASE must be a duration of at least 1s, like 30s or 2m, got "30"`},
+		{"lease too short", nil, []string{"-lease", "999ms"},
+			`config: -lease must be a duration of at least 1s, like 30s or 2m, got "999ms"`},
+		{"sweep zero", map[string]string{"UNHOLD_SWEEP_EVERY": "0s"}, nil,
+			`config: UNHOLD_SWEEP_EVERY must be a duration of at least 1ms, like 30s or 2m, got "0s"`},
+		{"timeout close negative", nil, []string{"-timeout-close-every", "-1s"},
+			`config: -timeout-close-every must be a duration of at least 1ms, like 30s or 2m, got "-1s"`},
+		{"lease rescue bad", map[string]string{"UNHOLD_LEASE_RESCUE_EVERY": "soon"}, nil,
+			`config: UNHOLD_LEASE_RESCUE_EVERY must be a duration of at least 1ms, like 30s or 2m, got "soon"`},
+		{"coupon expiry", map[string]string{"UNHOLD_COUPON_EXPIRY": "Extend"}, nil,
+			`config: UNHOLD_COUPON_EXPIRY must be one of extend, keep, got "Extend"`},
+		{"coupon extend days negative", nil, []string{"-coupon-extend-days", "-1"},
+			`config: -coupon-extend-days must be an integer from 0 to 365, got "-1"`},
+		{"coupon extend days too big", map[string]string{"UNHOLD_COUPON_EXTEND_DAYS": "366"}, nil,
+			`config: UNHOLD_COUPON_EXTEND_DAYS must be an integer from 0 to 365, got "366"`},
+		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
+			`config: UNHOLD_DEMO must be true or false, got "yes"`},
+		{"demo flag", nil, []string{"-demo=yes"},
+			`config: invalid boolean value "yes" for -demo: parse error`},
+		{"log format", nil, []string{"-log-format", "xml"},
+			`config: -log-format must be one of auto, json, text, got "xml"`},
+		{"unknown flag", nil, []string{"-verbose"},
+			`config: flag provided but not defined: -verbose`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := Load(tt.args, mapEnv(tt.env))
+			if err == nil {
+				t.Fatalf("Load: no error, want %q", tt.wantErr)
+			}
+			if err.Error() != tt.wantErr {
+				t.Errorf("Load error\n got %q\nwant %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestLoadHelp(t *testing.T) {
+	t.Parallel()
+	_, err := Load([]string{"-h"}, mapEnv(nil))
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("Load(-h) error = %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"-worker-batch", "UNHOLD_WORKER_BATCH", "-demo"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("help text does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func mapEnv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}

@@ -1,0 +1,101 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"unhold/models"
+)
+
+// Worker claims due release tasks with a lease and releases them one by one.
+// One Run loop drains per process; Wake asks it to drain now.
+type Worker struct {
+	s       *models.Store
+	id      string
+	batch   int
+	lease   time.Duration
+	timeout time.Duration
+	log     *slog.Logger
+	wake    chan struct{}
+}
+
+// NewWorker makes a worker that leases batch tasks at a time for lease.
+func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *slog.Logger) *Worker {
+	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 2, log: log, wake: make(chan struct{}, 1)}
+}
+
+// ID is the worker's name, written on leases, attempts and ledger rows.
+func (w *Worker) ID() string { return w.id }
+
+// Wake asks the Run loop to drain as soon as it can; it never blocks.
+func (w *Worker) Wake() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run drains whenever woken, until ctx ends.
+func (w *Worker) Run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+			w.Drain(ctx)
+		}
+	}
+}
+
+// Stats counts what a drain did, by outcome.
+type Stats map[string]int
+
+// Drain claims and releases due tasks until none are due or ctx ends.
+func (w *Worker) Drain(ctx context.Context) Stats {
+	st := Stats{}
+	for ctx.Err() == nil {
+		tasks, err := w.s.ClaimTasks(ctx, w.id, w.batch, w.lease)
+		if err != nil {
+			w.log.Error("claim release tasks", slog.String("worker", w.id), slog.Any("err", err))
+			return st
+		}
+		if len(tasks) == 0 {
+			return st
+		}
+		for _, t := range tasks {
+			st[w.release(ctx, t)]++
+		}
+	}
+	return st
+}
+
+// release runs one task. A panic inside it is a crash of this try: the
+// transaction has rolled back, nothing is recorded, and the task comes back
+// when its lease expires.
+func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome string) {
+	attrs := []any{slog.Int64("task_id", t.ID), slog.String("order_no", t.OrderNo),
+		slog.String("resource", string(t.ResourceType)), slog.String("worker", w.id)}
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("release crashed; the task returns when its lease expires", append(attrs, slog.Any("panic", fmt.Sprint(r)))...)
+			outcome = "CRASHED"
+		}
+	}()
+	tctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	res, err := w.s.ReleaseTask(tctx, t, w.id)
+	if err != nil {
+		w.log.Error("release task", append(attrs, slog.Any("err", err))...)
+		return "ERROR"
+	}
+	switch res.Outcome {
+	case models.OutcomeRetry, models.OutcomeManual:
+		w.log.Warn("release failed", append(attrs, slog.String("outcome", res.Outcome),
+			slog.String("class", string(res.Class)), slog.String("error", res.Err))...)
+	case models.OutcomeDuplicate:
+		w.log.Info("release already in the ledger", append(attrs, slog.String("outcome", res.Outcome))...)
+	}
+	return res.Outcome
+}

@@ -1,0 +1,88 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"sort"
+)
+
+// Chain is everything about one order's holds and their release: the order,
+// what it holds, every release task with its attempts, and every ledger row
+// of every resource that names it.
+type Chain struct {
+	Order Order        `json:"order"`
+	Holds []Hold       `json:"holds"`
+	Tasks []ChainTask  `json:"tasks"`
+	Flows []Flow       `json:"flows"`
+	Audit []AuditEntry `json:"audit"`
+}
+
+// ChainTask is a task with its attempts.
+type ChainTask struct {
+	ReleaseTask
+	AttemptLog []TaskAttempt `json:"attempt_log"`
+}
+
+// OrderChain reads one order's whole release chain.
+func (s *Store) OrderChain(ctx context.Context, orderNo string) (*Chain, error) {
+	db := s.R.WithContext(ctx)
+	c := &Chain{}
+	if err := take(db.Where("order_no = ?", orderNo), &c.Order, "order "+orderNo); err != nil {
+		return nil, err
+	}
+	if err := db.Where("order_no = ?", orderNo).Order("resource_type, biz_key").Find(&c.Holds).Error; err != nil {
+		return nil, fmt.Errorf("read holds of %s: %w", orderNo, err)
+	}
+	var tasks []ReleaseTask
+	if err := db.Where("order_no = ?", orderNo).Order("id").Find(&tasks).Error; err != nil {
+		return nil, fmt.Errorf("read tasks of %s: %w", orderNo, err)
+	}
+	var attempts []TaskAttempt
+	if err := db.Where("order_no = ?", orderNo).Order("id").Find(&attempts).Error; err != nil {
+		return nil, fmt.Errorf("read attempts of %s: %w", orderNo, err)
+	}
+	byTask := map[int64][]TaskAttempt{}
+	for _, a := range attempts {
+		byTask[a.TaskID] = append(byTask[a.TaskID], a)
+	}
+	c.Tasks = make([]ChainTask, 0, len(tasks))
+	for _, t := range tasks {
+		c.Tasks = append(c.Tasks, ChainTask{ReleaseTask: t, AttemptLog: append([]TaskAttempt{}, byTask[t.ID]...)})
+	}
+	c.Flows = []Flow{}
+	for _, t := range ResourceTypes {
+		fs, err := s.resources[t].Flows(db, orderNo)
+		if err != nil {
+			return nil, err
+		}
+		c.Flows = append(c.Flows, fs...)
+	}
+	sort.SliceStable(c.Flows, func(i, j int) bool { return c.Flows[i].CreatedAt.Before(c.Flows[j].CreatedAt) })
+	targets := make([]string, 0, len(ResourceTypes))
+	for _, t := range ResourceTypes {
+		targets = append(targets, "order:"+orderNo+"/"+string(t))
+	}
+	if err := db.Where("target IN ?", targets).Order("id").Find(&c.Audit).Error; err != nil {
+		return nil, fmt.Errorf("read audit of %s: %w", orderNo, err)
+	}
+	return c, nil
+}
+
+// Reconcile runs every resource's reconciliation.
+func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
+	var all []Diff
+	for _, t := range ResourceTypes {
+		d, err := s.resources[t].Reconcile(ctx, s.R)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, d...)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Resource != all[j].Resource {
+			return all[i].Resource < all[j].Resource
+		}
+		return all[i].Key < all[j].Key
+	})
+	return all, nil
+}

@@ -1,0 +1,232 @@
+package models
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"github.com/pressly/goose/v3"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect is the database engine behind a Store.
+type Dialect string
+
+// Supported engines.
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// FaultFunc is called at named points inside a release transaction; a
+// non-nil error (or a panic) there aborts the transaction as a real failure
+// at that point would. It exists for failure drills and tests.
+type FaultFunc func(point string, t *ReleaseTask) error
+
+// Fault points.
+const (
+	FaultAfterLedger = "release.after_ledger"
+	FaultBeforeClaim = "release.before_claim"
+)
+
+// Options tune a Store. The zero value is the production default.
+type Options struct {
+	Now       func() time.Time
+	Coupons   CouponPolicy
+	Faults    FaultFunc
+	Logger    *slog.Logger
+	ReadConns int
+}
+
+// Store is the domain's handle on the database. On SQLite, writes go through
+// one connection (W) and reads through a small pool (R), so readers never
+// wait behind the writer; on PostgreSQL both are one pool.
+type Store struct {
+	W, R      *gorm.DB
+	Dialect   Dialect
+	now       func() time.Time
+	coupons   CouponPolicy
+	faults    FaultFunc
+	log       *slog.Logger
+	resources map[ResourceType]Resource
+}
+
+// IsPostgres tells whether a DSN names a PostgreSQL database.
+func IsPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+}
+
+// SQLiteDSN turns a file path into the DSN unhold opens it with: WAL, a busy
+// timeout, foreign keys, and immediate write transactions.
+func SQLiteDSN(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	q.Set("_time_format", "sqlite")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open connects to dsn (a SQLite file path or a postgres:// URL). It does
+// not migrate; call Migrate.
+func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
+	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.coupons.Expiry == "" {
+		s.coupons = DefaultCouponPolicy
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	cfg := &gorm.Config{
+		Logger:                 logger.Default.LogMode(logger.Silent),
+		SkipDefaultTransaction: true,
+		NowFunc:                s.Now,
+	}
+	if IsPostgres(dsn) {
+		s.Dialect = Postgres
+		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB, err := db.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		s.W, s.R = db, db
+	} else {
+		s.Dialect = SQLite
+		path := strings.TrimPrefix(dsn, "file:")
+		w, err := gorm.Open(sqlite.Open(SQLiteDSN(path, false)), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		wdb, err := w.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		wdb.SetMaxOpenConns(1)
+		// WAL mode must exist before the read-only pool opens the file.
+		if err := wdb.PingContext(ctx); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		r, err := gorm.Open(sqlite.Open(SQLiteDSN(path, true)), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		rdb, err := r.DB()
+		if err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		n := opt.ReadConns
+		if n <= 0 {
+			n = 4
+		}
+		rdb.SetMaxOpenConns(n)
+		s.W, s.R = w, r
+	}
+	s.resources = newRegistry(s)
+	return s, nil
+}
+
+// Now is the store's clock, in UTC and to the microsecond, as both engines keep it.
+func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	w, err := s.W.DB()
+	if err != nil {
+		return err
+	}
+	err = w.Close()
+	if s.R != s.W {
+		r, rerr := s.R.DB()
+		if rerr != nil {
+			return rerr
+		}
+		if cerr := r.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+func (s *Store) migrationProvider() (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations/"+string(s.Dialect))
+	if err != nil {
+		return nil, err
+	}
+	sqlDB, err := s.W.DB()
+	if err != nil {
+		return nil, err
+	}
+	d := goose.DialectSQLite3
+	if s.Dialect == Postgres {
+		d = goose.DialectPostgres
+	}
+	return goose.NewProvider(d, sqlDB, sub)
+}
+
+// Migrate applies every pending schema migration and returns how many ran.
+func (s *Store) Migrate(ctx context.Context) (int, error) {
+	p, err := s.migrationProvider()
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	res, err := p.Up(ctx)
+	if err != nil {
+		return len(res), fmt.Errorf("migrate: %w", err)
+	}
+	return len(res), nil
+}
+
+// Ready reports whether the database answers and every migration is applied.
+func (s *Store) Ready(ctx context.Context) error {
+	p, err := s.migrationProvider()
+	if err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	pending, err := p.HasPending(ctx)
+	if err != nil {
+		return fmt.Errorf("ready: %w", err)
+	}
+	if pending {
+		return fmt.Errorf("ready: migrations pending")
+	}
+	return nil
+}
+
+// forUpdate is the row-lock suffix for a read that a write will follow; on
+// SQLite the immediate write transaction already excludes other writers.
+func (s *Store) forUpdate() string {
+	if s.Dialect == Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// write runs fn in one write transaction.
+func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	return s.W.WithContext(ctx).Transaction(fn)
+}

@@ -1,0 +1,111 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	sqlite "github.com/glebarez/go-sqlite"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Error is a business error with a stable code that the API and the
+// dashboard show. Compare with errors.Is against the sentinels below.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Sentinel business errors. Wrap them with %w to add detail.
+var (
+	ErrInvalid           = &Error{"INVALID_INPUT", "invalid input"}
+	ErrNotFound          = &Error{"NOT_FOUND", "not found"}
+	ErrResourceNotFound  = &Error{"RESOURCE_NOT_FOUND", "resource not found"}
+	ErrOrderExists       = &Error{"ORDER_EXISTS", "order number already used"}
+	ErrInsufficientStock = &Error{"INSUFFICIENT_STOCK", "not enough stock"}
+	ErrCouponUnavailable = &Error{"COUPON_UNAVAILABLE", "coupon cannot be used"}
+	ErrInsufficientFunds = &Error{"INSUFFICIENT_BALANCE", "not enough balance"}
+	ErrInsufficientPts   = &Error{"INSUFFICIENT_POINTS", "not enough points"}
+	ErrQuotaExhausted    = &Error{"QUOTA_EXHAUSTED", "activity quota exhausted"}
+	ErrSlotTaken         = &Error{"SLOT_TAKEN", "slot already taken"}
+	ErrOrderNotClosable  = &Error{"ORDER_NOT_CLOSABLE", "order cannot be closed"}
+	ErrOrderNotPayable   = &Error{"ORDER_NOT_PAYABLE", "order cannot be paid"}
+	ErrNothingToRerun    = &Error{"NOTHING_TO_RERUN", "no RETRY or MANUAL task to rerun"}
+	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
+)
+
+// Release failures that no retry can fix: the task goes to MANUAL.
+var (
+	errShort         = errors.New("held amount is smaller than the release")
+	errStateMismatch = errors.New("resource is not in the state the release expects")
+	errMissing       = errors.New("resource row does not exist")
+	errDuplicate     = errors.New("ledger already holds this change")
+	errLeaseLost     = errors.New("lease lost: another worker owns the task or it is finished")
+)
+
+// classOf maps a release failure to its class and whether a retry may help.
+func classOf(err error) (ErrorClass, bool) {
+	switch {
+	case errors.Is(err, errShort):
+		return ClassLockedShort, false
+	case errors.Is(err, errStateMismatch):
+		return ClassStateMismatch, false
+	case errors.Is(err, errMissing):
+		return ClassNotFound, false
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassTimeout, true
+	}
+	var te *TransientError
+	if errors.As(err, &te) {
+		return te.Class, true
+	}
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		switch {
+		case pg.Code == "40001" || pg.Code == "40P01" || pg.Code == "55P03":
+			return ClassDBBusy, true
+		case pg.Code == "57014":
+			return ClassTimeout, true
+		case strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P"):
+			return ClassConnection, true
+		}
+		return ClassUnknown, true
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return ClassDBBusy, true
+		}
+		return ClassUnknown, true
+	}
+	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
+		return ClassConnection, true
+	}
+	return ClassUnknown, true
+}
+
+// TransientError is a failure that a retry may fix, with its class. Fault
+// injection in drills returns one.
+type TransientError struct {
+	Class ErrorClass
+	Err   error
+}
+
+func (e *TransientError) Error() string { return string(e.Class) + ": " + e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// isUniqueViolation tells a unique-key conflict by the driver's error code.
+func isUniqueViolation(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "23505"
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		return lite.Code() == 2067 || lite.Code() == 1555 // CONSTRAINT_UNIQUE, CONSTRAINT_PRIMARYKEY
+	}
+	return false
+}

@@ -1,0 +1,115 @@
+package models
+
+import "time"
+
+// Order is one customer order.
+type Order struct {
+	ID           int64       `json:"-"`
+	OrderNo      string      `json:"order_no"`
+	UserID       string      `json:"user_id"`
+	Status       OrderStatus `json:"status"`
+	PayDeadline  time.Time   `json:"pay_deadline"`
+	CloseReason  string      `json:"close_reason,omitempty"`
+	ChannelTxnID string      `json:"channel_txn_id,omitempty"`
+	LatePaid     bool        `json:"late_paid"`
+	Note         string      `json:"note,omitempty"`
+	Version      int64       `json:"version"`
+	CreatedAt    time.Time   `json:"created_at"`
+	UpdatedAt    time.Time   `json:"updated_at"`
+	PaidAt       *time.Time  `json:"paid_at,omitempty"`
+	ClosedAt     *time.Time  `json:"closed_at,omitempty"`
+}
+
+// Hold is one resource an order holds: qty taken at placement, of which
+// released went back and deducted was consumed by payment.
+type Hold struct {
+	ID           int64        `json:"-"`
+	OrderNo      string       `json:"order_no"`
+	ResourceType ResourceType `json:"resource_type"`
+	BizKey       string       `json:"biz_key"`
+	Qty          int64        `json:"qty"`
+	Released     int64        `json:"released"`
+	Deducted     int64        `json:"deducted"`
+}
+
+// TableName is the hold table.
+func (Hold) TableName() string { return "order_holds" }
+
+// Outstanding is what the order still holds.
+func (h Hold) Outstanding() int64 { return h.Qty - h.Released - h.Deducted }
+
+// ReleaseTask is one row of the outbox: give back one held resource.
+type ReleaseTask struct {
+	ID           int64        `json:"id"`
+	OrderNo      string       `json:"order_no"`
+	ResourceType ResourceType `json:"resource_type"`
+	BizKey       string       `json:"biz_key"`
+	Qty          int64        `json:"qty"`
+	Status       TaskStatus   `json:"status"`
+	Trigger      Trigger      `json:"trigger" gorm:"column:trigger_type"`
+	Attempts     int          `json:"attempts"`
+	Failures     int          `json:"failures"`
+	NextAt       time.Time    `json:"next_at"`
+	LastError    string       `json:"last_error,omitempty"`
+	ErrorClass   ErrorClass   `json:"error_class,omitempty"`
+	LeaseOwner   string       `json:"lease_owner,omitempty"`
+	LeaseToken   string       `json:"-"`
+	LeaseUntil   *time.Time   `json:"lease_until,omitempty"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	DoneAt       *time.Time   `json:"done_at,omitempty"`
+}
+
+// TaskAttempt is one try of a task.
+type TaskAttempt struct {
+	ID           int64        `json:"id"`
+	TaskID       int64        `json:"task_id"`
+	OrderNo      string       `json:"order_no"`
+	ResourceType ResourceType `json:"resource_type"`
+	Worker       string       `json:"worker"`
+	Outcome      string       `json:"outcome"`
+	ErrorClass   ErrorClass   `json:"error_class,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	StartedAt    time.Time    `json:"started_at"`
+	FinishedAt   time.Time    `json:"finished_at"`
+}
+
+// AuditEntry records one privileged action.
+type AuditEntry struct {
+	ID        int64     `json:"id"`
+	Actor     string    `json:"actor"`
+	Action    string    `json:"action"`
+	Target    string    `json:"target"`
+	Reason    string    `json:"reason,omitempty"`
+	Outcome   string    `json:"outcome"`
+	Detail    string    `json:"detail,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// TableName is the audit table.
+func (AuditEntry) TableName() string { return "audit_log" }
+
+// Flow is one ledger row of any resource, in one shape for the chain view.
+// Counter resources fill the numeric before/after fields; coupons and slots
+// fill the status ones.
+type Flow struct {
+	ID           int64        `json:"id"`
+	ResourceType ResourceType `json:"resource_type"`
+	OrderNo      *string      `json:"order_no,omitempty"`
+	BizKey       string       `json:"biz_key"`
+	Type         FlowType     `json:"type"`
+	Epoch        int          `json:"epoch"`
+	Trigger      Trigger      `json:"trigger"`
+	Qty          int64        `json:"qty"`
+	AvailBefore  int64        `json:"avail_before"`
+	AvailAfter   int64        `json:"avail_after"`
+	HeldBefore   int64        `json:"held_before"`
+	HeldAfter    int64        `json:"held_after"`
+	SpentBefore  int64        `json:"spent_before"`
+	SpentAfter   int64        `json:"spent_after"`
+	StatusBefore string       `json:"status_before,omitempty"`
+	StatusAfter  string       `json:"status_after,omitempty"`
+	Owner        string       `json:"owner,omitempty"`
+	Actor        string       `json:"actor,omitempty"`
+	CreatedAt    time.Time    `json:"created_at"`
+}

@@ -1,0 +1,176 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+)
+
+// PayResult is the answer to a payment.
+type PayResult struct {
+	Status OrderStatus `json:"status"`
+	Late   bool        `json:"late,omitempty"`
+	Note   string      `json:"note,omitempty"`
+}
+
+// PayOrder records that the channel says the money arrived. A PENDING order
+// becomes PAID and its holds are deducted. A CLOSED order takes the
+// late-payment path. Paying a PAID or REFUND_PENDING order again answers
+// the same result and changes nothing.
+func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (PayResult, error) {
+	if strings.TrimSpace(channelTxnID) == "" || len(channelTxnID) > 64 {
+		return PayResult{}, invalid("channel_txn_id must be 1-64 characters")
+	}
+	var out PayResult
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		res := tx.Exec(`UPDATE orders SET status = 'PAID', paid_at = ?, channel_txn_id = ?, updated_at = ?, version = version + 1
+			WHERE order_no = ? AND status = 'PENDING'`, now, channelTxnID, now, orderNo)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 1 {
+			out.Status = OrderPaid
+			return s.deductAll(tx, orderNo, TriggerPay, 0)
+		}
+		var o Order
+		if err := tx.Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
+			if errors.Is(err, gorm.ErrRecordNotFound) {
+				return fmt.Errorf("%w: order %s", ErrNotFound, orderNo)
+			}
+			return err
+		}
+		if o.Status == OrderClosed {
+			r, err := s.payLate(tx, &o, channelTxnID)
+			out = r
+			return err
+		}
+		out = PayResult{Status: o.Status, Late: o.LatePaid, Note: o.Note}
+		return nil
+	})
+	if err != nil {
+		return PayResult{}, fmt.Errorf("pay order %s: %w", orderNo, err)
+	}
+	return out, nil
+}
+
+// deductAll consumes every outstanding hold of an order.
+func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) error {
+	var o Order
+	if err := tx.Select("user_id").Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
+		return err
+	}
+	var hs []Hold
+	if err := tx.Where("order_no = ?", orderNo).Order("resource_type, biz_key").Find(&hs).Error; err != nil {
+		return err
+	}
+	now := s.Now()
+	for _, h := range hs {
+		if h.Outstanding() == 0 {
+			continue
+		}
+		op := Op{Kind: FlowDeduct, OrderNo: orderNo, UserID: o.UserID, Key: h.BizKey, Qty: h.Outstanding(),
+			Trigger: trig, Epoch: epoch, Actor: "channel", Now: now}
+		if err := s.apply(tx, h.ResourceType, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// payLate handles money that arrived for a CLOSED order. It never returns the
+// order to PENDING. Tasks not yet done are SUPERSEDED and their holds
+// deducted; holds already released are re-acquired with the same conditional
+// updates and deducted. If anything cannot be taken back, all of that is
+// rolled back and the order goes to REFUND_PENDING instead: what could be
+// re-acquired is re-acquired and released again, so the ledger shows the
+// attempt, and unfinished tasks go on releasing as before.
+func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, error) {
+	now := s.Now()
+	// Take the order row first: a second late callback waits here and then
+	// finds the order no longer CLOSED.
+	res := tx.Exec("UPDATE orders SET version = version + 1, updated_at = ? WHERE order_no = ? AND status = 'CLOSED'", now, o.OrderNo)
+	if res.Error != nil {
+		return PayResult{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		if err := tx.Where("order_no = ?", o.OrderNo).Take(o).Error; err != nil {
+			return PayResult{}, err
+		}
+		return PayResult{Status: o.Status, Late: o.LatePaid, Note: o.Note}, nil
+	}
+	// Lock the order's tasks so no worker finishes one under us.
+	var tasks []ReleaseTask
+	if err := tx.Raw("SELECT * FROM release_tasks WHERE order_no = ? ORDER BY id"+s.forUpdate(), o.OrderNo).Scan(&tasks).Error; err != nil {
+		return PayResult{}, err
+	}
+	op := func(kind FlowType, t ReleaseTask) Op {
+		return Op{Kind: kind, OrderNo: o.OrderNo, UserID: o.UserID, Key: t.BizKey, Qty: t.Qty,
+			Trigger: TriggerLatePayment, Epoch: 1, Actor: "channel", Now: now}
+	}
+	var failed []string
+	err := tx.Transaction(func(tx *gorm.DB) error {
+		for _, t := range tasks {
+			if t.Status == TaskDone {
+				if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
+					return err
+				}
+				continue
+			}
+			res := tx.Exec("UPDATE release_tasks SET status = 'SUPERSEDED', updated_at = ? WHERE id = ? AND status IN ('PENDING','RETRY','MANUAL')", now, t.ID)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 0 {
+				return fmt.Errorf("%w: task %d changed under the late payment", errStateMismatch, t.ID)
+			}
+		}
+		if err := s.deductAll(tx, o.OrderNo, TriggerLatePayment, 1); err != nil {
+			return err
+		}
+		return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
+			WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, now, o.OrderNo).Error
+	})
+	if err == nil {
+		return PayResult{Status: OrderPaid, Late: true}, nil
+	}
+	if !isBusinessRefusal(err) {
+		return PayResult{}, err
+	}
+	failed = append(failed, err.Error())
+	for _, t := range tasks {
+		if t.Status != TaskDone {
+			continue
+		}
+		err := tx.Transaction(func(tx *gorm.DB) error {
+			if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
+				return err
+			}
+			return s.apply(tx, t.ResourceType, op(FlowRelease, t))
+		})
+		if err != nil && !isBusinessRefusal(err) {
+			return PayResult{}, err
+		}
+	}
+	note := "late payment could not take back every hold: " + strings.Join(failed, "; ")
+	if len(note) > 500 {
+		note = note[:500]
+	}
+	err = tx.Exec(`UPDATE orders SET status = 'REFUND_PENDING', late_paid = ?, paid_at = ?, channel_txn_id = ?, note = ?, updated_at = ?
+		WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, note, now, o.OrderNo).Error
+	if err != nil {
+		return PayResult{}, err
+	}
+	return PayResult{Status: OrderRefundPending, Late: true, Note: note}, nil
+}
+
+// isBusinessRefusal tells a "the data does not allow it" failure from a
+// database failure that should abort the whole payment.
+func isBusinessRefusal(err error) bool {
+	var be *Error
+	return errors.As(err, &be) || errors.Is(err, errShort) || errors.Is(err, errStateMismatch) ||
+		errors.Is(err, errMissing) || errors.Is(err, errDuplicate)
+}

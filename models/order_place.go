@@ -1,0 +1,199 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// PlaceRequest is what an order asks to hold.
+type PlaceRequest struct {
+	OrderNo    string
+	UserID     string
+	Items      []Item
+	CouponIDs  []int64
+	Freeze     []Freeze
+	ActivityID string
+	SlotID     string
+	PayTimeout time.Duration
+}
+
+// Item is one SKU line.
+type Item struct {
+	SkuID string
+	Qty   int64
+}
+
+// Freeze is an amount of balance or points to freeze.
+type Freeze struct {
+	Asset  Asset
+	Amount int64
+}
+
+// Limits on what one order may ask for.
+const (
+	MaxItems          = 100
+	MaxQty            = 1_000_000
+	MaxAmount         = 1_000_000_000_000
+	DefaultPayTimeout = 30 * time.Minute
+	MaxPayTimeout     = 7 * 24 * time.Hour
+)
+
+var (
+	orderNoPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
+	keyPattern     = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+)
+
+// ValidKey tells whether s may name a SKU, user, activity or slot.
+func ValidKey(s string) bool { return keyPattern.MatchString(s) }
+
+// ValidOrderNo tells whether s may be an order number.
+func ValidOrderNo(s string) bool { return orderNoPattern.MatchString(s) }
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, a...)...)
+}
+
+// holds validates the request and lists what it holds, sorted so that every
+// transaction takes row locks in one order.
+func (r PlaceRequest) holds() ([]Hold, error) {
+	if r.OrderNo != "" && !ValidOrderNo(r.OrderNo) {
+		return nil, invalid("order_no must be 1-40 letters, digits, '-' or '_'")
+	}
+	if !ValidKey(r.UserID) {
+		return nil, invalid("user_id must be 1-64 letters, digits or -_.:")
+	}
+	if len(r.Items) == 0 || len(r.Items) > MaxItems {
+		return nil, invalid("items must have 1 to %d lines", MaxItems)
+	}
+	if r.PayTimeout < 0 || r.PayTimeout > MaxPayTimeout {
+		return nil, invalid("pay_timeout_s must be from 1 to %d", int(MaxPayTimeout/time.Second))
+	}
+	var hs []Hold
+	seen := map[string]bool{}
+	add := func(t ResourceType, key string, qty int64, what string) error {
+		id := string(t) + "/" + key
+		if seen[id] {
+			return invalid("%s %s appears twice", what, key)
+		}
+		seen[id] = true
+		hs = append(hs, Hold{ResourceType: t, BizKey: key, Qty: qty})
+		return nil
+	}
+	for _, it := range r.Items {
+		if !ValidKey(it.SkuID) {
+			return nil, invalid("sku_id must be 1-64 letters, digits or -_.:")
+		}
+		if it.Qty <= 0 || it.Qty > MaxQty {
+			return nil, invalid("qty of %s must be from 1 to %d", it.SkuID, MaxQty)
+		}
+		if err := add(ResInventory, it.SkuID, it.Qty, "sku"); err != nil {
+			return nil, err
+		}
+	}
+	for _, id := range r.CouponIDs {
+		if id <= 0 {
+			return nil, invalid("coupon ids must be positive")
+		}
+		if err := add(ResCoupon, strconv.FormatInt(id, 10), 1, "coupon"); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range r.Freeze {
+		if f.Amount <= 0 || f.Amount > MaxAmount {
+			return nil, invalid("freeze amount of %s must be from 1 to %d", f.Asset, int64(MaxAmount))
+		}
+		t := ResBalance
+		switch f.Asset {
+		case AssetBalance:
+		case AssetPoints:
+			t = ResPoints
+		default:
+			return nil, invalid("freeze asset must be BALANCE or POINTS")
+		}
+		if err := add(t, r.UserID, f.Amount, "freeze asset"); err != nil {
+			return nil, err
+		}
+	}
+	if r.ActivityID != "" {
+		if !ValidKey(r.ActivityID) {
+			return nil, invalid("activity_id must be 1-64 letters, digits or -_.:")
+		}
+		hs = append(hs, Hold{ResourceType: ResQuota, BizKey: r.ActivityID, Qty: 1})
+	}
+	if r.SlotID != "" {
+		if !ValidKey(r.SlotID) {
+			return nil, invalid("slot_id must be 1-64 letters, digits or -_.:")
+		}
+		hs = append(hs, Hold{ResourceType: ResSlot, BizKey: r.SlotID, Qty: 1})
+	}
+	sortHolds(hs)
+	return hs, nil
+}
+
+func sortHolds(hs []Hold) {
+	sort.Slice(hs, func(i, j int) bool {
+		if hs[i].ResourceType != hs[j].ResourceType {
+			return hs[i].ResourceType < hs[j].ResourceType
+		}
+		return hs[i].BizKey < hs[j].BizKey
+	})
+}
+
+// NewOrderNo makes an order number from the time and 6 random bytes.
+func NewOrderNo(now time.Time) string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return "U" + now.UTC().Format("20060102150405") + hex.EncodeToString(b)
+}
+
+// PlaceOrder creates a PENDING order and takes every hold it asks for in one
+// transaction: any shortfall rolls all of it back and returns the business
+// error (ErrInsufficientStock, ErrCouponUnavailable, ...).
+func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold, error) {
+	hs, err := r.holds()
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.Now()
+	if r.OrderNo == "" {
+		r.OrderNo = NewOrderNo(now)
+	}
+	timeout := r.PayTimeout
+	if timeout == 0 {
+		timeout = DefaultPayTimeout
+	}
+	o := &Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
+		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(o).Error; err != nil {
+			if isUniqueViolation(err) {
+				return fmt.Errorf("%w: %s", ErrOrderExists, o.OrderNo)
+			}
+			return err
+		}
+		for i := range hs {
+			hs[i].OrderNo = o.OrderNo
+			if err := tx.Create(&hs[i]).Error; err != nil {
+				return err
+			}
+			op := Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
+				Trigger: TriggerPlace, Actor: "user:" + o.UserID, Now: now}
+			if err := s.apply(tx, hs[i].ResourceType, op); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("place order %s: %w", r.OrderNo, err)
+	}
+	return o, hs, nil
+}

@@ -1,0 +1,254 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// counter is a resource held by moving amounts between three columns:
+// available → held (LOCK), held → spent (DEDUCT), held → available (RELEASE).
+// Stock, balance, points and activity quota are counters.
+type counter struct {
+	s      *Store
+	typ    ResourceType
+	table  string
+	ledger string
+	key    string // the key column that a biz_key names
+	// fixed narrows rows to one value of a second key column (accounts' asset).
+	fixedCol, fixedVal string
+	avail, held, spent string
+	short, missing     *Error // what a LOCK that cannot be met returns
+	delaySeconds       string // column with a per-key release delay, or ""
+}
+
+type counterRow struct {
+	Avail, Held, Spent int64
+}
+
+func (c *counter) Type() ResourceType { return c.typ }
+
+func (c *counter) where() string {
+	if c.fixedCol != "" {
+		return c.key + " = ? AND " + c.fixedCol + " = ?"
+	}
+	return c.key + " = ?"
+}
+
+func (c *counter) keyArgs(key string) []any {
+	if c.fixedCol != "" {
+		return []any{key, c.fixedVal}
+	}
+	return []any{key}
+}
+
+// lock reads one row for update; found is false when there is no row.
+func (c *counter) lock(tx *gorm.DB, key string) (counterRow, bool, error) {
+	var rows []counterRow
+	q := fmt.Sprintf("SELECT %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s%s",
+		c.avail, c.held, c.spent, c.table, c.where(), c.s.forUpdate())
+	if err := tx.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
+		return counterRow{}, false, err
+	}
+	if len(rows) == 0 {
+		return counterRow{}, false, nil
+	}
+	return rows[0], true, nil
+}
+
+func (c *counter) Apply(tx *gorm.DB, op Op) error {
+	before, found, err := c.lock(tx, op.Key)
+	if err != nil {
+		return err
+	}
+	if !found {
+		if op.Kind == FlowLock {
+			return fmt.Errorf("%w: %s %s", c.missing, c.typ, op.Key)
+		}
+		return fmt.Errorf("%w: %s %s", errMissing, c.typ, op.Key)
+	}
+	after := before
+	// The column the conditional update guards, and the amounts it moves.
+	var guard string
+	var dAvail, dHeld, dSpent int64
+	switch op.Kind {
+	case FlowLock:
+		guard, dAvail, dHeld = c.avail, -op.Qty, op.Qty
+		if before.Avail < op.Qty {
+			return fmt.Errorf("%w: %s %s has %d, order %s asks %d", c.short, c.typ, op.Key, before.Avail, op.OrderNo, op.Qty)
+		}
+	case FlowDeduct:
+		guard, dHeld, dSpent = c.held, -op.Qty, op.Qty
+	case FlowRelease:
+		guard, dHeld, dAvail = c.held, -op.Qty, op.Qty
+	default:
+		return fmt.Errorf("%s: unsupported op %s", c.typ, op.Kind)
+	}
+	after.Avail += dAvail
+	after.Held += dHeld
+	after.Spent += dSpent
+	if err := c.insertFlow(tx, op, before, after); err != nil {
+		return err
+	}
+	if err := c.move(tx, op.Key, guard, op.Qty, dAvail, dHeld, dSpent, op.Now); err != nil {
+		return fmt.Errorf("%w: %s %s, order %s, %s %d", err, c.typ, op.Key, op.OrderNo, op.Kind, op.Qty)
+	}
+	return nil
+}
+
+// move is the conditional update: it changes the row only while guard >= need.
+func (c *counter) move(tx *gorm.DB, key, guard string, need, dAvail, dHeld, dSpent int64, now time.Time) error {
+	q := fmt.Sprintf("UPDATE %s SET %s = %s + ?, %s = %s + ?, %s = %s + ?, updated_at = ? WHERE %s AND %s >= ?",
+		c.table, c.avail, c.avail, c.held, c.held, c.spent, c.spent, c.where(), guard)
+	args := append([]any{dAvail, dHeld, dSpent, now}, c.keyArgs(key)...)
+	res := tx.Exec(q, append(args, need)...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return errShort
+	}
+	return nil
+}
+
+func (c *counter) insertFlow(tx *gorm.DB, op Op, before, after counterRow) error {
+	keyCols := c.key
+	vals := []any{nilIfEmpty(op.OrderNo), op.Key}
+	if c.fixedCol != "" {
+		keyCols += ", " + c.fixedCol
+		vals = append(vals, c.fixedVal)
+	}
+	vals = append(vals, op.Kind, op.Epoch, op.Trigger, op.Qty,
+		before.Avail, after.Avail, before.Held, after.Held, before.Spent, after.Spent, op.Actor, op.Now)
+	q := fmt.Sprintf(`INSERT INTO %s (order_no, %s, type, epoch, trigger_type, qty,
+		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at)
+		VALUES (?%s) ON CONFLICT (order_no, %s, type, epoch) DO NOTHING`,
+		c.ledger, keyCols, strings.Repeat(", ?", len(vals)-1), keyCols)
+	res := tx.Exec(q, vals...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %s %s %s of order %s", errDuplicate, c.typ, op.Key, op.Kind, op.OrderNo)
+	}
+	return nil
+}
+
+// adjust adds delta to available (set-up and corrections) with an ADJUST
+// row; the row is created first when missing.
+func (c *counter) adjust(tx *gorm.DB, key string, delta int64, actor string, now time.Time) (counterRow, error) {
+	before, found, err := c.lock(tx, key)
+	if err != nil {
+		return counterRow{}, err
+	}
+	if !found {
+		return counterRow{}, fmt.Errorf("%w: %s %s", ErrResourceNotFound, c.typ, key)
+	}
+	if delta == 0 {
+		return before, nil
+	}
+	if before.Avail+delta < 0 {
+		return counterRow{}, fmt.Errorf("%w: %s %s has %d available, cannot take %d", ErrStockBelowHeld, c.typ, key, before.Avail, -delta)
+	}
+	after := before
+	after.Avail += delta
+	op := Op{Kind: FlowAdjust, Key: key, Qty: delta, Trigger: TriggerSetup, Actor: actor, Now: now}
+	if err := c.insertFlow(tx, op, before, after); err != nil {
+		return counterRow{}, err
+	}
+	guard, need := c.avail, int64(0)
+	if delta < 0 {
+		need = -delta
+	}
+	if err := c.move(tx, key, guard, need, delta, 0, 0, now); err != nil {
+		return counterRow{}, err
+	}
+	return after, nil
+}
+
+func (c *counter) ReleaseDelay(tx *gorm.DB, key string) (time.Duration, error) {
+	if c.delaySeconds == "" {
+		return 0, nil
+	}
+	var secs []int64
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s", c.delaySeconds, c.table, c.where())
+	if err := tx.Raw(q, c.keyArgs(key)...).Scan(&secs).Error; err != nil {
+		return 0, err
+	}
+	if len(secs) == 0 {
+		return 0, nil
+	}
+	return time.Duration(secs[0]) * time.Second, nil
+}
+
+func (c *counter) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
+	var flows []Flow
+	q := fmt.Sprintf(`SELECT id, order_no, %s AS biz_key, type, epoch, trigger_type AS trigger, qty,
+		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at
+		FROM %s WHERE order_no = ?`, c.key, c.ledger)
+	args := []any{orderNo}
+	if c.fixedCol != "" {
+		q += " AND " + c.fixedCol + " = ?"
+		args = append(args, c.fixedVal)
+	}
+	if err := db.Raw(q+" ORDER BY id", args...).Scan(&flows).Error; err != nil {
+		return nil, fmt.Errorf("%s flows of %s: %w", c.typ, orderNo, err)
+	}
+	for i := range flows {
+		flows[i].ResourceType = c.typ
+	}
+	return flows, nil
+}
+
+func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
+	fixed, args := "", []any{}
+	if c.fixedCol != "" {
+		fixed = " AND r." + c.fixedCol + " = ?"
+	}
+	type row struct {
+		Key                        string
+		Held, Expected, Total, Sum int64
+	}
+	var rows []row
+	// expected held = PENDING orders' outstanding holds + unfinished release tasks;
+	// conservation = available + held + spent against the ledger's ADJUST sum.
+	q := fmt.Sprintf(`SELECT r.%[1]s AS key, r.%[2]s AS held,
+		COALESCE(p.q, 0) + COALESCE(t.q, 0) AS expected,
+		r.%[3]s + r.%[2]s + r.%[4]s AS total, COALESCE(a.q, 0) AS sum
+		FROM %[5]s r
+		LEFT JOIN (SELECT h.biz_key AS k, SUM(h.qty - h.released - h.deducted) AS q
+			FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.resource_type = ? AND o.status = 'PENDING' GROUP BY h.biz_key) p ON p.k = r.%[1]s
+		LEFT JOIN (SELECT biz_key AS k, SUM(qty) AS q FROM release_tasks
+			WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL') GROUP BY biz_key) t ON t.k = r.%[1]s
+		LEFT JOIN (SELECT %[1]s AS k, SUM(qty) AS q FROM %[6]s WHERE type = 'ADJUST'%[7]s GROUP BY %[1]s) a ON a.k = r.%[1]s
+		WHERE 1 = 1%[8]s`,
+		c.key, c.held, c.avail, c.spent, c.table, c.ledger, strings.ReplaceAll(fixed, "r.", ""), fixed)
+	args = append(args, c.typ, c.typ)
+	if c.fixedCol != "" {
+		args = append(args, c.fixedVal, c.fixedVal)
+	}
+	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", c.typ, err)
+	}
+	var diffs []Diff
+	for _, r := range rows {
+		if r.Held != r.Expected {
+			diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: CheckHeld, Expected: r.Expected, Actual: r.Held})
+		}
+		if r.Total != r.Sum {
+			diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: CheckConservation, Expected: r.Sum, Actual: r.Total})
+		}
+	}
+	return diffs, nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,266 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// SKU is one inventory row.
+type SKU struct {
+	SkuID         string    `json:"sku_id"`
+	Available     int64     `json:"available"`
+	Locked        int64     `json:"locked"`
+	Sold          int64     `json:"sold"`
+	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// TableName is the inventory table.
+func (SKU) TableName() string { return "inventory" }
+
+// SetStock makes a SKU's available stock equal to available (creating the
+// SKU when new) and sets its release delay. The change is an ADJUST ledger
+// row, so the ledger still sums to available + locked + sold.
+func (s *Store) SetStock(ctx context.Context, skuID string, available, releaseDelayS int64, actor string) (*SKU, error) {
+	if !ValidKey(skuID) {
+		return nil, invalid("sku_id must be 1-64 letters, digits or -_.:")
+	}
+	if available < 0 || available > MaxAmount {
+		return nil, invalid("available must be from 0 to %d", int64(MaxAmount))
+	}
+	if releaseDelayS < 0 || releaseDelayS > 86400 {
+		return nil, invalid("release_delay_s must be from 0 to 86400")
+	}
+	c := s.resources[ResInventory].(*counter)
+	var out SKU
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&SKU{SkuID: skuID, UpdatedAt: now}).Error
+		if err != nil {
+			return err
+		}
+		cur, _, err := c.lock(tx, skuID)
+		if err != nil {
+			return err
+		}
+		if _, err := c.adjust(tx, skuID, available-cur.Avail, actor, now); err != nil {
+			return err
+		}
+		if err := tx.Model(&SKU{}).Where("sku_id = ?", skuID).Update("release_delay_s", releaseDelayS).Error; err != nil {
+			return err
+		}
+		return tx.Where("sku_id = ?", skuID).Take(&out).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set stock %s: %w", skuID, err)
+	}
+	return &out, nil
+}
+
+// GetSKU reads one SKU.
+func (s *Store) GetSKU(ctx context.Context, skuID string) (*SKU, error) {
+	var out SKU
+	return &out, take(s.R.WithContext(ctx).Where("sku_id = ?", skuID), &out, "sku "+skuID)
+}
+
+func take(q *gorm.DB, dst any, what string) error {
+	err := q.Take(dst).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil
+}
+
+// CreateCoupon issues an UNUSED coupon to a user.
+func (s *Store) CreateCoupon(ctx context.Context, userID string, owner CouponOwner, expireAt time.Time, actor string) (*Coupon, error) {
+	if !ValidKey(userID) {
+		return nil, invalid("user_id must be 1-64 letters, digits or -_.:")
+	}
+	if _, err := ParseCouponOwner(string(owner)); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	if !expireAt.After(now) {
+		return nil, invalid("expire_at must be in the future")
+	}
+	cp := &Coupon{UserID: userID, Owner: owner, Status: CouponUnused, ExpireAt: expireAt.UTC().Truncate(time.Microsecond), CreatedAt: now, UpdatedAt: now}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(cp).Error; err != nil {
+			return err
+		}
+		return tx.Exec(`INSERT INTO coupon_flows (order_no, coupon_id, user_id, owner, type, epoch, trigger_type,
+			status_before, status_after, expire_before, expire_after, actor, created_at)
+			VALUES (NULL, ?, ?, ?, 'ADJUST', 0, ?, '', 'UNUSED', NULL, ?, ?, ?)`,
+			cp.ID, cp.UserID, cp.Owner, TriggerSetup, cp.ExpireAt, actor, now).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create coupon: %w", err)
+	}
+	return cp, nil
+}
+
+// GetCoupon reads one coupon.
+func (s *Store) GetCoupon(ctx context.Context, id int64) (*Coupon, error) {
+	var out Coupon
+	return &out, take(s.R.WithContext(ctx).Where("id = ?", id), &out, fmt.Sprintf("coupon %d", id))
+}
+
+// AccountAsset is one asset of one account.
+type AccountAsset struct {
+	UID       string    `json:"-" gorm:"column:uid"`
+	Asset     Asset     `json:"-"`
+	Available int64     `json:"available"`
+	Frozen    int64     `json:"frozen"`
+	Spent     int64     `json:"spent"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// TableName is the account table.
+func (AccountAsset) TableName() string { return "accounts" }
+
+// Credit adds amount of asset to a user's available balance (ADJUST row).
+func (s *Store) Credit(ctx context.Context, uid string, asset Asset, amount int64, actor string) (*AccountAsset, error) {
+	if !ValidKey(uid) {
+		return nil, invalid("uid must be 1-64 letters, digits or -_.:")
+	}
+	if _, err := ParseAsset(string(asset)); err != nil {
+		return nil, err
+	}
+	if amount <= 0 || amount > MaxAmount {
+		return nil, invalid("amount must be from 1 to %d", int64(MaxAmount))
+	}
+	t := ResBalance
+	if asset == AssetPoints {
+		t = ResPoints
+	}
+	var out AccountAsset
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&AccountAsset{UID: uid, Asset: asset, UpdatedAt: now}).Error; err != nil {
+			return err
+		}
+		if _, err := s.resources[t].(*counter).adjust(tx, uid, amount, actor, now); err != nil {
+			return err
+		}
+		return tx.Where("uid = ? AND asset = ?", uid, asset).Take(&out).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("credit %s %s: %w", uid, asset, err)
+	}
+	return &out, nil
+}
+
+// GetAccount reads every asset of one account.
+func (s *Store) GetAccount(ctx context.Context, uid string) (map[Asset]AccountAsset, error) {
+	var rows []AccountAsset
+	if err := s.R.WithContext(ctx).Where("uid = ?", uid).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read account %s: %w", uid, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%w: account %s", ErrNotFound, uid)
+	}
+	out := map[Asset]AccountAsset{}
+	for _, r := range rows {
+		out[r.Asset] = r
+	}
+	return out, nil
+}
+
+// Activity is one activity's quota.
+type Activity struct {
+	ActivityID string    `json:"activity_id"`
+	Total      int64     `json:"total"`
+	Available  int64     `json:"available"`
+	Locked     int64     `json:"locked"`
+	Used       int64     `json:"used"`
+	UpdatedAt  time.Time `json:"updated_at"`
+}
+
+// TableName is the quota table.
+func (Activity) TableName() string { return "activity_quotas" }
+
+// SetActivity makes an activity's total quota equal to total (creating it
+// when new). The total cannot drop below what is locked and used.
+func (s *Store) SetActivity(ctx context.Context, id string, total int64, actor string) (*Activity, error) {
+	if !ValidKey(id) {
+		return nil, invalid("activity id must be 1-64 letters, digits or -_.:")
+	}
+	if total < 0 || total > MaxAmount {
+		return nil, invalid("total must be from 0 to %d", int64(MaxAmount))
+	}
+	c := s.resources[ResQuota].(*counter)
+	var out Activity
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&Activity{ActivityID: id, UpdatedAt: now}).Error; err != nil {
+			return err
+		}
+		cur, _, err := c.lock(tx, id)
+		if err != nil {
+			return err
+		}
+		if total < cur.Held+cur.Spent {
+			return fmt.Errorf("%w: activity %s has %d locked and %d used", ErrStockBelowHeld, id, cur.Held, cur.Spent)
+		}
+		if _, err := c.adjust(tx, id, total-cur.Held-cur.Spent-cur.Avail, actor, now); err != nil {
+			return err
+		}
+		if err := tx.Model(&Activity{}).Where("activity_id = ?", id).Update("total", total).Error; err != nil {
+			return err
+		}
+		return tx.Where("activity_id = ?", id).Take(&out).Error
+	})
+	if err != nil {
+		return nil, fmt.Errorf("set activity %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// GetActivity reads one activity.
+func (s *Store) GetActivity(ctx context.Context, id string) (*Activity, error) {
+	var out Activity
+	return &out, take(s.R.WithContext(ctx).Where("activity_id = ?", id), &out, "activity "+id)
+}
+
+// PutSlot creates a FREE slot; an existing slot is returned as it is.
+func (s *Store) PutSlot(ctx context.Context, id, actor string) (*Slot, bool, error) {
+	if !ValidKey(id) {
+		return nil, false, invalid("slot id must be 1-64 letters, digits or -_.:")
+	}
+	var out Slot
+	created := false
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&Slot{SlotID: id, Status: SlotFree, UpdatedAt: now})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 1 {
+			created = true
+			err := tx.Exec(`INSERT INTO slot_flows (order_no, slot_id, type, epoch, trigger_type, status_before, status_after, actor, created_at)
+				VALUES (NULL, ?, 'ADJUST', 0, ?, '', 'FREE', ?, ?)`, id, TriggerSetup, actor, now).Error
+			if err != nil {
+				return err
+			}
+		}
+		return tx.Where("slot_id = ?", id).Take(&out).Error
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("put slot %s: %w", id, err)
+	}
+	return &out, created, nil
+}
+
+// GetSlot reads one slot.
+func (s *Store) GetSlot(ctx context.Context, id string) (*Slot, error) {
+	var out Slot
+	return &out, take(s.R.WithContext(ctx).Where("slot_id = ?", id), &out, "slot "+id)
+}

@@ -1,0 +1,109 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Slot is a seat or time slot that one order at a time may hold.
+type Slot struct {
+	SlotID    string     `json:"slot_id"`
+	Status    SlotStatus `json:"status"`
+	OrderNo   *string    `json:"order_no"`
+	UpdatedAt time.Time  `json:"updated_at"`
+}
+
+// TableName is the slot table.
+func (Slot) TableName() string { return "slot_holds" }
+
+// slotResource holds seats and time slots: FREE → HELD → SOLD, and a
+// release returns HELD to FREE.
+type slotResource struct{ s *Store }
+
+func (r *slotResource) Type() ResourceType { return ResSlot }
+
+func (r *slotResource) ReleaseDelay(*gorm.DB, string) (time.Duration, error) { return 0, nil }
+
+func (r *slotResource) Apply(tx *gorm.DB, op Op) error {
+	var rows []Slot
+	if err := tx.Raw("SELECT * FROM slot_holds WHERE slot_id = ?"+r.s.forUpdate(), op.Key).Scan(&rows).Error; err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		if op.Kind == FlowLock {
+			return fmt.Errorf("%w: slot %s", ErrResourceNotFound, op.Key)
+		}
+		return fmt.Errorf("%w: slot %s", errMissing, op.Key)
+	}
+	sl := rows[0]
+	var from, to SlotStatus
+	var holder any = op.OrderNo
+	cond := "order_no IS NULL"
+	// refusal is returned after the ledger insert, so a repeat is told as a
+	// duplicate first.
+	var refusal error
+	switch op.Kind {
+	case FlowLock:
+		from, to = SlotFree, SlotHeld
+		if sl.Status != SlotFree {
+			refusal = fmt.Errorf("%w: slot %s is %s", ErrSlotTaken, op.Key, sl.Status)
+		}
+	case FlowDeduct, FlowRelease:
+		from, to, cond = SlotHeld, SlotSold, "order_no = ?"
+		if op.Kind == FlowRelease {
+			to, holder = SlotFree, nil
+		}
+		if sl.Status != SlotHeld || sl.OrderNo == nil || *sl.OrderNo != op.OrderNo {
+			refusal = fmt.Errorf("%w: slot %s is %s, held by %s, not by order %s", errStateMismatch, op.Key, sl.Status, strOr(sl.OrderNo, "nobody"), op.OrderNo)
+		}
+	default:
+		return fmt.Errorf("slot: unsupported op %s", op.Kind)
+	}
+	res := tx.Exec(`INSERT INTO slot_flows (order_no, slot_id, type, epoch, trigger_type, status_before, status_after, actor, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (order_no, slot_id, type, epoch) DO NOTHING`,
+		op.OrderNo, op.Key, op.Kind, op.Epoch, op.Trigger, sl.Status, to, op.Actor, op.Now)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: slot %s %s of order %s", errDuplicate, op.Key, op.Kind, op.OrderNo)
+	}
+	if refusal != nil {
+		return refusal
+	}
+	args := []any{to, holder, op.Now, op.Key, from}
+	if cond != "order_no IS NULL" {
+		args = append(args, op.OrderNo)
+	}
+	res = tx.Exec("UPDATE slot_holds SET status = ?, order_no = ?, updated_at = ? WHERE slot_id = ? AND status = ? AND "+cond, args...)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		if op.Kind == FlowLock {
+			return fmt.Errorf("%w: slot %s", ErrSlotTaken, op.Key)
+		}
+		return fmt.Errorf("%w: slot %s changed under the %s", errStateMismatch, op.Key, op.Kind)
+	}
+	return nil
+}
+
+func (r *slotResource) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
+	var flows []Flow
+	err := db.Raw(`SELECT id, order_no, slot_id AS biz_key, type, epoch, trigger_type AS trigger, 1 AS qty,
+		status_before, status_after, actor, created_at FROM slot_flows WHERE order_no = ? ORDER BY id`, orderNo).Scan(&flows).Error
+	if err != nil {
+		return nil, fmt.Errorf("slot flows of %s: %w", orderNo, err)
+	}
+	for i := range flows {
+		flows[i].ResourceType = ResSlot
+	}
+	return flows, nil
+}
+
+func (r *slotResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
+	return reconcileSingles(ctx, db, ResSlot, "SELECT slot_id AS k FROM slot_holds WHERE status = 'HELD'")
+}

@@ -1,0 +1,227 @@
+package models
+
+import (
+	"fmt"
+	"time"
+)
+
+// OrderStatus is the order state machine: PENDING → PAID or CLOSED, and a
+// payment that arrives after close → PAID (late) or REFUND_PENDING.
+type OrderStatus string
+
+// Order statuses.
+const (
+	OrderPending       OrderStatus = "PENDING"
+	OrderPaid          OrderStatus = "PAID"
+	OrderClosed        OrderStatus = "CLOSED"
+	OrderRefundPending OrderStatus = "REFUND_PENDING"
+)
+
+// TaskStatus is the state of one release task in the outbox.
+type TaskStatus string
+
+// Task statuses. SUPERSEDED marks a task whose hold a late payment took over.
+const (
+	TaskPending    TaskStatus = "PENDING"
+	TaskDone       TaskStatus = "DONE"
+	TaskRetry      TaskStatus = "RETRY"
+	TaskManual     TaskStatus = "MANUAL"
+	TaskSuperseded TaskStatus = "SUPERSEDED"
+)
+
+// ParseTaskStatus accepts a status as stored.
+func ParseTaskStatus(s string) (TaskStatus, error) {
+	switch st := TaskStatus(s); st {
+	case TaskPending, TaskDone, TaskRetry, TaskManual, TaskSuperseded:
+		return st, nil
+	}
+	return "", fmt.Errorf("%w: unknown task status %q", ErrInvalid, s)
+}
+
+// ResourceType names one kind of held resource; it is the path segment of the
+// rerun API and the value stored in tasks and holds.
+type ResourceType string
+
+// Resource types.
+const (
+	ResInventory ResourceType = "inventory"
+	ResCoupon    ResourceType = "coupon"
+	ResBalance   ResourceType = "balance"
+	ResPoints    ResourceType = "points"
+	ResQuota     ResourceType = "quota"
+	ResSlot      ResourceType = "slot"
+)
+
+// ResourceTypes lists every resource type in the order holds are taken.
+var ResourceTypes = []ResourceType{ResInventory, ResCoupon, ResBalance, ResPoints, ResQuota, ResSlot}
+
+// ParseResourceType accepts a resource type name.
+func ParseResourceType(s string) (ResourceType, error) {
+	for _, t := range ResourceTypes {
+		if string(t) == s {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown resource type %q", ErrInvalid, s)
+}
+
+// FlowType is the kind of one ledger row.
+type FlowType string
+
+// Ledger row types.
+const (
+	FlowLock    FlowType = "LOCK"
+	FlowDeduct  FlowType = "DEDUCT"
+	FlowRelease FlowType = "RELEASE"
+	FlowAdjust  FlowType = "ADJUST"
+)
+
+// Trigger says what caused a change: it is kept on every ledger row.
+type Trigger string
+
+// Triggers.
+const (
+	TriggerPlace       Trigger = "PLACE"
+	TriggerPay         Trigger = "PAY"
+	TriggerUserCancel  Trigger = "USER_CANCEL"
+	TriggerTimeout     Trigger = "TIMEOUT"
+	TriggerAdmin       Trigger = "ADMIN"
+	TriggerRerun       Trigger = "RERUN"
+	TriggerLatePayment Trigger = "LATE_PAYMENT"
+	TriggerSetup       Trigger = "SETUP"
+)
+
+// ParseCloseReason accepts the reasons an order may be closed for.
+func ParseCloseReason(s string) (Trigger, error) {
+	switch t := Trigger(s); t {
+	case TriggerUserCancel, TriggerTimeout, TriggerAdmin:
+		return t, nil
+	}
+	return "", fmt.Errorf("%w: close reason must be USER_CANCEL, TIMEOUT or ADMIN, not %q", ErrInvalid, s)
+}
+
+// Asset is what an account holds: money or points.
+type Asset string
+
+// Assets.
+const (
+	AssetBalance Asset = "BALANCE"
+	AssetPoints  Asset = "POINTS"
+)
+
+// ParseAsset accepts an asset name.
+func ParseAsset(s string) (Asset, error) {
+	switch a := Asset(s); a {
+	case AssetBalance, AssetPoints:
+		return a, nil
+	}
+	return "", fmt.Errorf("%w: asset must be BALANCE or POINTS, not %q", ErrInvalid, s)
+}
+
+// CouponOwner is who bears a coupon's cost.
+type CouponOwner string
+
+// Coupon owners.
+const (
+	CouponPlatform CouponOwner = "PLATFORM"
+	CouponMerchant CouponOwner = "MERCHANT"
+)
+
+// ParseCouponOwner accepts a cost bearer.
+func ParseCouponOwner(s string) (CouponOwner, error) {
+	switch o := CouponOwner(s); o {
+	case CouponPlatform, CouponMerchant:
+		return o, nil
+	}
+	return "", fmt.Errorf("%w: owner must be PLATFORM or MERCHANT, not %q", ErrInvalid, s)
+}
+
+// CouponStatus is a coupon's state.
+type CouponStatus string
+
+// Coupon statuses.
+const (
+	CouponUnused  CouponStatus = "UNUSED"
+	CouponLocked  CouponStatus = "LOCKED"
+	CouponUsed    CouponStatus = "USED"
+	CouponExpired CouponStatus = "EXPIRED"
+)
+
+// CouponExpiryPolicy says what a returned coupon's expiry becomes.
+type CouponExpiryPolicy string
+
+// Coupon expiry policies: extend pushes expire_at to at least now + N days;
+// keep leaves it, so a coupon past its expiry comes back EXPIRED.
+const (
+	CouponExtend CouponExpiryPolicy = "extend"
+	CouponKeep   CouponExpiryPolicy = "keep"
+)
+
+// ParseCouponExpiryPolicy accepts extend or keep.
+func ParseCouponExpiryPolicy(s string) (CouponExpiryPolicy, error) {
+	switch p := CouponExpiryPolicy(s); p {
+	case CouponExtend, CouponKeep:
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: coupon expiry policy must be extend or keep, not %q", ErrInvalid, s)
+}
+
+// CouponPolicy configures coupon return.
+type CouponPolicy struct {
+	Expiry     CouponExpiryPolicy
+	ExtendDays int
+}
+
+// DefaultCouponPolicy extends returned coupons to at least three days.
+var DefaultCouponPolicy = CouponPolicy{Expiry: CouponExtend, ExtendDays: 3}
+
+// SlotStatus is a seat or time slot's state.
+type SlotStatus string
+
+// Slot statuses.
+const (
+	SlotFree SlotStatus = "FREE"
+	SlotHeld SlotStatus = "HELD"
+	SlotSold SlotStatus = "SOLD"
+)
+
+// ErrorClass classifies a release failure.
+type ErrorClass string
+
+// Error classes. Permanent ones send the task to MANUAL at once.
+const (
+	ClassLockedShort    ErrorClass = "LOCKED_SHORT"
+	ClassStateMismatch  ErrorClass = "STATE_MISMATCH"
+	ClassNotFound       ErrorClass = "NOT_FOUND"
+	ClassTimeout        ErrorClass = "TIMEOUT"
+	ClassDBBusy         ErrorClass = "DB_BUSY"
+	ClassConnection     ErrorClass = "CONNECTION"
+	ClassUnknown        ErrorClass = "UNKNOWN"
+	ClassRetryExhausted ErrorClass = "RETRY_EXHAUSTED"
+)
+
+// Attempt outcomes, one per try of a task.
+const (
+	OutcomeDone      = "DONE"
+	OutcomeDuplicate = "DUPLICATE"
+	OutcomeRetry     = "RETRY"
+	OutcomeManual    = "MANUAL"
+)
+
+// RetrySchedule is the wait after the 1st, 2nd, ... transient failure; the
+// last entry repeats. MaxFailures failures send a task to MANUAL.
+var RetrySchedule = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
+
+// MaxFailures is how many transient failures a task may have before MANUAL.
+const MaxFailures = 8
+
+// RetryDelay is the wait after the n-th consecutive failure (n from 1).
+func RetryDelay(n int) time.Duration {
+	if n < 1 {
+		n = 1
+	}
+	if n > len(RetrySchedule) {
+		n = len(RetrySchedule)
+	}
+	return RetrySchedule[n-1]
+}
