@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // The seven concurrency scenarios of the source article, as real goroutines
@@ -30,15 +31,10 @@ func (b bundle) flowCounts(t *testing.T, orderNo string) map[string]int {
 	return out
 }
 
+// assertReconciles checks every invariant of DESIGN.md.
 func (b bundle) assertReconciles(t *testing.T) {
 	t.Helper()
-	diffs, err := b.s.Reconcile(b.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(diffs) != 0 {
-		t.Fatalf("reconcile found %d diffs: %+v", len(diffs), diffs)
-	}
+	modelstest.CheckInvariants(t, b.s)
 }
 
 // assertShopRestored checks every resource of the shop is back where it began.

@@ -64,7 +64,7 @@ func fullOrder(no string, couponID int64) models.PlaceRequest {
 	}
 }
 
-func must(t *testing.T, fn func() error) {
+func must(t testing.TB, fn func() error) {
 	t.Helper()
 	if err := fn(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,295 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"unhold/jobs"
+	"unhold/models"
+	"unhold/models/modelstest"
+)
+
+// TestPropertyRandomOperations runs thousands of random operations — place,
+// pay, close, late pay, rerun, worker drains with injected transient errors
+// and crashes — from several goroutines over a small shop, then lets the
+// work go quiet and checks every invariant of DESIGN.md.
+func TestPropertyRandomOperations(t *testing.T) {
+	ops := 2400
+	if testing.Short() {
+		ops = 400
+	}
+	eachEngine(t, func(t *testing.T, d models.Dialect) {
+		seed := uint64(time.Now().UnixNano())
+		t.Logf("seed %d", seed)
+		var faultsOn atomic.Bool
+		faultsOn.Store(true)
+		var fmu sync.Mutex
+		frng := rand.New(rand.NewPCG(seed, 1))
+		clock := modelstest.NewClock()
+		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, _ *models.ReleaseTask) error {
+			if !faultsOn.Load() {
+				return nil
+			}
+			fmu.Lock()
+			p := frng.Float64()
+			fmu.Unlock()
+			switch {
+			case p < 0.03:
+				panic("injected crash")
+			case p < 0.20:
+				return &models.TransientError{Class: models.ClassDBBusy, Err: errors.New("injected")}
+			}
+			return nil
+		}})
+		ctx := context.Background()
+		sh := newShop(t, s, clock)
+		workers := []*jobs.Worker{
+			jobs.NewWorker(s, "w1", 5, 20*time.Second, quietLog()),
+			jobs.NewWorker(s, "w2", 5, 20*time.Second, quietLog()),
+		}
+		const goroutines = 4
+		var wg sync.WaitGroup
+		var counts sync.Map
+		for g := range goroutines {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(seed, uint64(g)+2))
+				for i := range ops / goroutines {
+					name := sh.step(ctx, rng, workers[rng.IntN(2)], fmt.Sprintf("g%d-%d", g, i))
+					v, _ := counts.LoadOrStore(name, new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		counts.Range(func(k, v any) bool { t.Logf("%s: %d", k, v.(*atomic.Int64).Load()); return true })
+		if err := sh.failure(); err != nil {
+			t.Fatal(err)
+		}
+
+		// Quiesce: no more faults; leases expire, retries come due, MANUAL
+		// tasks are rerun by "ops", until nothing is left to do.
+		faultsOn.Store(false)
+		for round := 0; ; round++ {
+			clock.Advance(time.Hour)
+			for _, w := range workers {
+				w.Drain(ctx)
+			}
+			var open []models.ReleaseTask
+			if err := s.R.Where("status IN ?", []string{"PENDING", "RETRY", "MANUAL"}).Find(&open).Error; err != nil {
+				t.Fatal(err)
+			}
+			if len(open) == 0 {
+				break
+			}
+			if round > 20 {
+				t.Fatalf("%d tasks still open after %d rounds: %+v", len(open), round, open[0])
+			}
+			for _, tk := range open {
+				if tk.Status == models.TaskManual {
+					if _, err := s.Rerun(ctx, tk.OrderNo, tk.ResourceType, "ops", "quiesce"); err != nil && !errors.Is(err, models.ErrNothingToRerun) {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		modelstest.CheckInvariants(t, s)
+		sh.checkStatuses(t)
+	})
+}
+
+// shop is the small world the property test acts on.
+type shop struct {
+	s     *models.Store
+	clock *modelstest.Clock
+	mu    sync.Mutex
+	users []string
+	coup  map[string][]int64
+	nos   []string
+	err   error
+}
+
+func newShop(t *testing.T, s *models.Store, clock *modelstest.Clock) *shop {
+	ctx := context.Background()
+	sh := &shop{s: s, clock: clock, users: []string{"u1", "u2", "u3"}, coup: map[string][]int64{}}
+	for i, delay := range []int64{0, 0, 0, 60} {
+		if _, err := s.SetStock(ctx, fmt.Sprintf("sku-%d", i), 300, delay, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, u := range sh.users {
+		for _, a := range []models.Asset{models.AssetBalance, models.AssetPoints} {
+			if _, err := s.Credit(ctx, u, a, 5000, "test"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := range 6 {
+			owner := models.CouponPlatform
+			if i%2 == 1 {
+				owner = models.CouponMerchant
+			}
+			// Some coupons expire during the run.
+			c, err := s.CreateCoupon(ctx, u, owner, clock.Now().Add(time.Duration(i+1)*10*time.Minute), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sh.coup[u] = append(sh.coup[u], c.ID)
+		}
+	}
+	if _, err := s.SetActivity(ctx, "act-1", 25, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, _, err := s.PutSlot(ctx, fmt.Sprintf("seat-%d", i), "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sh
+}
+
+// businessOK tells an expected refusal from a real failure.
+func businessOK(err error) bool {
+	var be *models.Error
+	return err == nil || errors.As(err, &be)
+}
+
+func (sh *shop) fail(err error) {
+	sh.mu.Lock()
+	if sh.err == nil {
+		sh.err = err
+	}
+	sh.mu.Unlock()
+}
+
+func (sh *shop) failure() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.err
+}
+
+func (sh *shop) pick(rng *rand.Rand) (string, bool) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.nos) == 0 {
+		return "", false
+	}
+	return sh.nos[rng.IntN(len(sh.nos))], true
+}
+
+// step does one random operation and names it.
+func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id string) string {
+	p := rng.IntN(100)
+	switch {
+	case p < 35:
+		u := sh.users[rng.IntN(len(sh.users))]
+		req := models.PlaceRequest{OrderNo: "o-" + id, UserID: u, PayTimeout: time.Duration(1+rng.IntN(20)) * time.Minute}
+		for i := range 1 + rng.IntN(2) {
+			req.Items = append(req.Items, models.Item{SkuID: fmt.Sprintf("sku-%d", (rng.IntN(4)+i)%4), Qty: int64(1 + rng.IntN(3))})
+		}
+		if req.Items[0].SkuID == req.Items[len(req.Items)-1].SkuID {
+			req.Items = req.Items[:1]
+		}
+		if rng.IntN(4) == 0 {
+			cs := sh.coup[u]
+			req.CouponIDs = []int64{cs[rng.IntN(len(cs))]}
+		}
+		if rng.IntN(2) == 0 {
+			req.Freeze = append(req.Freeze, models.Freeze{Asset: models.AssetBalance, Amount: int64(1 + rng.IntN(400))})
+		}
+		if rng.IntN(3) == 0 {
+			req.Freeze = append(req.Freeze, models.Freeze{Asset: models.AssetPoints, Amount: int64(1 + rng.IntN(200))})
+		}
+		if rng.IntN(3) == 0 {
+			req.ActivityID = "act-1"
+		}
+		if rng.IntN(8) == 0 {
+			req.SlotID = fmt.Sprintf("seat-%d", rng.IntN(6))
+		}
+		_, _, err := sh.s.PlaceOrder(ctx, req)
+		if !businessOK(err) {
+			sh.fail(err)
+		}
+		if err == nil {
+			sh.mu.Lock()
+			sh.nos = append(sh.nos, req.OrderNo)
+			sh.mu.Unlock()
+			return "place"
+		}
+		var be *models.Error
+		errors.As(err, &be)
+		return "place refused " + be.Code
+	case p < 50:
+		no, ok := sh.pick(rng)
+		if !ok {
+			return "skip"
+		}
+		r, err := sh.s.PayOrder(ctx, no, "txn-"+no)
+		if !businessOK(err) {
+			sh.fail(err)
+		}
+		if r.Late {
+			return "pay late " + string(r.Status)
+		}
+		return "pay"
+	case p < 70:
+		no, ok := sh.pick(rng)
+		if !ok {
+			return "skip"
+		}
+		reasons := []models.Trigger{models.TriggerUserCancel, models.TriggerTimeout, models.TriggerAdmin}
+		if _, err := sh.s.CloseOrder(ctx, no, reasons[rng.IntN(3)], "test"); !businessOK(err) {
+			sh.fail(err)
+		}
+		return "close"
+	case p < 75:
+		no, ok := sh.pick(rng)
+		if !ok {
+			return "skip"
+		}
+		t := models.ResourceTypes[rng.IntN(len(models.ResourceTypes))]
+		if _, err := sh.s.Rerun(ctx, no, t, "ops", "random"); !businessOK(err) {
+			sh.fail(err)
+		}
+		return "rerun"
+	case p < 80:
+		closed, err := sh.s.CloseExpired(ctx, 20)
+		if err != nil {
+			sh.fail(err)
+		}
+		if len(closed) > 0 {
+			return "timeout close"
+		}
+		return "timeout scan"
+	case p < 95:
+		w.Drain(ctx)
+		return "drain"
+	default:
+		sh.clock.Advance(time.Duration(rng.IntN(90)) * time.Second)
+		return "tick"
+	}
+}
+
+// checkStatuses: every order ended in a state the state machine allows, and
+// no order is back in PENDING after being closed.
+func (sh *shop) checkStatuses(t *testing.T) {
+	t.Helper()
+	var rows []models.Order
+	if err := sh.s.R.Find(&rows).Error; err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range rows {
+		if o.Status == models.OrderPending && (o.ClosedAt != nil || o.PaidAt != nil) {
+			t.Fatalf("order %s is PENDING after close or payment", o.OrderNo)
+		}
+		if o.LatePaid && o.ClosedAt == nil {
+			t.Fatalf("order %s is late-paid but was never closed", o.OrderNo)
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package modelstest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"unhold/models"
+)
+
+// CheckInvariants asserts every invariant of DESIGN.md over a quiet store:
+// reconciliation finds nothing (held = PENDING holds + unfinished tasks, and
+// available + held + spent = what the ledger says was added), every change
+// has its ledger row, every hold is within bounds and agrees with its
+// order's status, and each order's ledger rows add up to what it still holds.
+func CheckInvariants(t testing.TB, s *models.Store) {
+	t.Helper()
+	ctx := context.Background()
+	diffs, err := s.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) != 0 {
+		t.Fatalf("reconcile found %d diffs: %+v", len(diffs), diffs)
+	}
+	CheckLedgerChains(t, s)
+	checkHolds(t, s)
+	checkOrderLedgers(t, s)
+}
+
+// checkHolds: released + deducted never exceed what was taken, and a quiet
+// order's holds match its status.
+func checkHolds(t testing.TB, s *models.Store) {
+	t.Helper()
+	type row struct {
+		OrderNo, Status, ResourceType, BizKey string
+		Qty, Released, Deducted, Open         int64
+	}
+	var rows []row
+	err := s.R.Raw(`SELECT h.order_no, o.status, h.resource_type, h.biz_key, h.qty, h.released, h.deducted,
+		(SELECT COUNT(*) FROM release_tasks t WHERE t.order_no = h.order_no AND t.resource_type = h.resource_type
+			AND t.biz_key = h.biz_key AND t.status IN ('PENDING','RETRY','MANUAL')) AS open
+		FROM order_holds h JOIN orders o ON o.order_no = h.order_no`).Scan(&rows).Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Released < 0 || r.Deducted < 0 || r.Released+r.Deducted > r.Qty {
+			t.Fatalf("hold out of bounds: %+v", r)
+		}
+		var ok bool
+		switch models.OrderStatus(r.Status) {
+		case models.OrderPending:
+			ok = r.Released == 0 && r.Deducted == 0
+		case models.OrderPaid:
+			ok = r.Deducted == r.Qty
+		case models.OrderClosed, models.OrderRefundPending:
+			ok = r.Deducted == 0 && (r.Released == r.Qty || r.Open > 0 && r.Released == 0)
+		}
+		if !ok {
+			t.Fatalf("hold does not match its order's status: %+v", r)
+		}
+	}
+}
+
+// checkOrderLedgers: for each order and held key, what the ledger took
+// (LOCK) minus what it gave back (RELEASE) and consumed (DEDUCT) is what the
+// hold still has outstanding, and no row type repeats within an epoch.
+func checkOrderLedgers(t testing.TB, s *models.Store) {
+	t.Helper()
+	type row struct {
+		OrderNo, ResourceType, BizKey string
+		Outstanding, Net              int64
+	}
+	sums := []struct {
+		t                       models.ResourceType
+		ledger, key, qty, extra string
+	}{
+		{models.ResInventory, "inventory_flows", "f.sku_id", "f.qty", ""},
+		{models.ResBalance, "account_flows", "f.uid", "f.qty", " AND f.asset = 'BALANCE'"},
+		{models.ResPoints, "account_flows", "f.uid", "f.qty", " AND f.asset = 'POINTS'"},
+		{models.ResQuota, "quota_flows", "f.activity_id", "f.qty", ""},
+		{models.ResCoupon, "coupon_flows", "CAST(f.coupon_id AS TEXT)", "1", ""},
+		{models.ResSlot, "slot_flows", "f.slot_id", "1", ""},
+	}
+	for _, sp := range sums {
+		var rows []row
+		q := fmt.Sprintf(`SELECT h.order_no, h.resource_type, h.biz_key, h.qty - h.released - h.deducted AS outstanding,
+			COALESCE((SELECT SUM(CASE f.type WHEN 'LOCK' THEN %[1]s ELSE -%[1]s END) FROM %[2]s f
+				WHERE f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS net
+			FROM order_holds h WHERE h.resource_type = ?`, sp.qty, sp.ledger, sp.key, sp.extra)
+		if err := s.R.Raw(q, sp.t).Scan(&rows).Error; err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if r.Net != r.Outstanding {
+				t.Fatalf("ledger of %s %s %s nets %d, hold has %d outstanding", r.OrderNo, r.ResourceType, r.BizKey, r.Net, r.Outstanding)
+			}
+		}
+	}
+}
+
+// CheckLedgerChains proves every change of a counter resource has its ledger
+// row: per key, each row's before values are the previous row's after
+// values, the first row starts from zero, and the last row's after values
+// are what the resource row holds now.
+func CheckLedgerChains(t testing.TB, s *models.Store) {
+	t.Helper()
+	type row struct {
+		Key                                 string
+		AvailBefore, AvailAfter, HeldBefore int64
+		HeldAfter, SpentBefore, SpentAfter  int64
+		CurAvail, CurHeld, CurSpent         int64
+	}
+	specs := []struct{ ledger, key, table, avail, held, spent string }{
+		{"inventory_flows", "sku_id", "inventory", "available", "locked", "sold"},
+		{"account_flows", "uid || '/' || asset", "accounts", "available", "frozen", "spent"},
+		{"quota_flows", "activity_id", "activity_quotas", "available", "locked", "used"},
+	}
+	for _, sp := range specs {
+		var flows []row
+		q := fmt.Sprintf(`SELECT %s AS key, avail_before, avail_after, held_before, held_after, spent_before, spent_after
+			FROM %s ORDER BY %s, id`, sp.key, sp.ledger, sp.key)
+		if err := s.R.Raw(q).Scan(&flows).Error; err != nil {
+			t.Fatal(err)
+		}
+		var cur []row
+		q = fmt.Sprintf("SELECT %s AS key, %s AS cur_avail, %s AS cur_held, %s AS cur_spent FROM %s",
+			sp.key, sp.avail, sp.held, sp.spent, sp.table)
+		if err := s.R.Raw(q).Scan(&cur).Error; err != nil {
+			t.Fatal(err)
+		}
+		last := map[string]row{}
+		for _, f := range flows {
+			prev, seen := last[f.Key]
+			if !seen && (f.AvailBefore != 0 || f.HeldBefore != 0 || f.SpentBefore != 0) {
+				t.Fatalf("%s %s: first ledger row starts from %d/%d/%d, not zero", sp.ledger, f.Key, f.AvailBefore, f.HeldBefore, f.SpentBefore)
+			}
+			if seen && (f.AvailBefore != prev.AvailAfter || f.HeldBefore != prev.HeldAfter || f.SpentBefore != prev.SpentAfter) {
+				t.Fatalf("%s %s: a change without a ledger row: %+v follows %+v", sp.ledger, f.Key, f, prev)
+			}
+			last[f.Key] = f
+		}
+		for _, c := range cur {
+			l := last[c.Key]
+			if l.AvailAfter != c.CurAvail || l.HeldAfter != c.CurHeld || l.SpentAfter != c.CurSpent {
+				t.Fatalf("%s %s: row holds %d/%d/%d, ledger ends at %d/%d/%d", sp.table, c.Key,
+					c.CurAvail, c.CurHeld, c.CurSpent, l.AvailAfter, l.HeldAfter, l.SpentAfter)
+			}
+		}
+	}
+}
