@@ -48,6 +48,10 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 			out = r
 			return err
 		}
+		if o.Status != OrderPending && o.ChannelTxnID != channelTxnID {
+			// Money from a second transaction: not a repeat, a double charge.
+			return fmt.Errorf("%w: order %s is %s by transaction %s; refund %s", ErrOrderNotPayable, orderNo, o.Status, o.ChannelTxnID, channelTxnID)
+		}
 		out = PayResult{Status: o.Status, Late: o.LatePaid, Note: o.Note}
 		return nil
 	})
@@ -97,8 +101,12 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 		return PayResult{}, res.Error
 	}
 	if res.RowsAffected == 0 {
+		// Another callback settled it first.
 		if err := tx.Where("order_no = ?", o.OrderNo).Take(o).Error; err != nil {
 			return PayResult{}, err
+		}
+		if o.ChannelTxnID != channelTxnID {
+			return PayResult{}, fmt.Errorf("%w: order %s is %s by transaction %s; refund %s", ErrOrderNotPayable, o.OrderNo, o.Status, o.ChannelTxnID, channelTxnID)
 		}
 		return PayResult{Status: o.Status, Late: o.LatePaid, Note: o.Note}, nil
 	}

@@ -118,7 +118,7 @@ func (r PlaceRequest) holds() ([]Hold, error) {
 		default:
 			return nil, invalid("freeze asset must be BALANCE or POINTS")
 		}
-		if err := add(t, r.UserID, f.Amount, "freeze asset"); err != nil {
+		if err := add(t, r.UserID, f.Amount, "freeze of "+string(f.Asset)+" for user"); err != nil {
 			return nil, err
 		}
 	}
@@ -163,8 +163,10 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 		return nil, nil, err
 	}
 	now := s.Now()
+	name := r.OrderNo
 	if r.OrderNo == "" {
 		r.OrderNo = NewOrderNo(now)
+		name = "(new)"
 	}
 	timeout := r.PayTimeout
 	if timeout == 0 {
@@ -193,7 +195,7 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("place order %s: %w", r.OrderNo, err)
+		return nil, nil, fmt.Errorf("place order %s: %w", name, err)
 	}
 	return o, hs, nil
 }

@@ -117,6 +117,13 @@ func TestPayAndCloseRules(t *testing.T) {
 				t.Fatalf("pay %d = %+v, %v", i, r, err)
 			}
 		}
+		before := b.snapshot(t)
+		if _, err := b.s.PayOrder(b.ctx, "o-1", "txn-2"); !errors.Is(err, models.ErrOrderNotPayable) {
+			t.Fatalf("a second transaction's payment = %v, want ErrOrderNotPayable", err)
+		}
+		if after := b.snapshot(t); !reflect.DeepEqual(before, after) {
+			t.Fatal("a refused double charge changed the database")
+		}
 		if _, err := b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "u1"); !errors.Is(err, models.ErrOrderNotClosable) {
 			t.Fatalf("close of PAID = %v, want ErrOrderNotClosable", err)
 		}

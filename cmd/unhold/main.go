@@ -1,0 +1,119 @@
+// Command unhold serves the release dashboard, the JSON API and the release
+// workers in one process.
+//
+//	unhold serve [flags]    HTTP + workers + cron (migrates first)
+//	unhold migrate [flags]  apply schema migrations and exit
+//	unhold demo [flags]     fill a fresh database with a demo shop and exit
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"unhold/config"
+	"unhold/models"
+)
+
+const usage = `unhold releases what closed orders were holding, exactly once.
+
+Usage:
+  unhold serve [flags]     serve the dashboard, the API and the workers (migrates first)
+  unhold migrate [flags]   apply database migrations
+  unhold demo [flags]      fill a fresh database with a demo shop
+
+Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "unhold:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd := args[0]
+	cfg, err := config.Load(args[1:], getenv)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, err)
+		}
+		return err
+	}
+	log := newLogger(cfg.LogFormat, stderr)
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg, log, stdout)
+	case "migrate":
+		s, err := openStore(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	case "demo":
+		s, err := openStore(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return seedDemo(ctx, cfg, s, log, stdout)
+	}
+	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+}
+
+// openStore opens and migrates the configured database.
+func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*models.Store, error) {
+	s, err := models.Open(ctx, cfg.DB, storeOptions(cfg, log))
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.Migrate(ctx)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	if n > 0 {
+		log.Info("applied migrations", slog.Int("count", n))
+	}
+	return s, nil
+}
+
+func storeOptions(cfg config.Config, log *slog.Logger) models.Options {
+	return models.Options{
+		Logger:  log,
+		Coupons: models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
+	}
+}
+
+// newLogger logs text on a terminal and JSON otherwise.
+func newLogger(format string, w io.Writer) *slog.Logger {
+	if format == config.LogFormatAuto {
+		format = config.LogFormatJSON
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = config.LogFormatText
+			}
+		}
+	}
+	if format == config.LogFormatText {
+		return slog.New(slog.NewTextHandler(w, nil))
+	}
+	return slog.New(slog.NewJSONHandler(w, nil))
+}

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+)
+
+// The demo shop has orders in every state, releases done, failures in RETRY
+// and MANUAL, late payments and planted reconciliation diffs.
+func TestDemoShopHasEveryState(t *testing.T) {
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			dsn := modelstest.DSN(t, d)
+			ctx := context.Background()
+			s, err := models.Open(ctx, dsn, models.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if _, err := s.Migrate(ctx); err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			st, err := demoShop(ctx, dsn, models.Options{Logger: log}, 1200, time.Now(), log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, status := range []models.OrderStatus{models.OrderPending, models.OrderPaid, models.OrderClosed} {
+				if st.statuses[status] == 0 {
+					t.Errorf("no %s orders: %s", status, st.summary())
+				}
+			}
+			for _, status := range []models.TaskStatus{models.TaskDone, models.TaskRetry, models.TaskManual} {
+				if st.tasks[status] == 0 {
+					t.Errorf("no %s tasks: %s", status, st.summary())
+				}
+			}
+			var late int64
+			s.R.Model(&models.Order{}).Where("late_paid = ?", true).Count(&late)
+			if late == 0 {
+				t.Error("no late payments")
+			}
+			diffs, err := s.Reconcile(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(diffs) == 0 {
+				t.Error("no reconciliation diffs planted")
+			}
+		})
+	}
+}
+
+// serve wires HTTP, the worker and cron, answers on the loopback, and shuts
+// down cleanly when its context ends.
+func TestServeStartsAndStops(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "serve.db")
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-db", db, "-log-format", "json"},
+			func(string) string { return "" }, pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	addr := regexp.MustCompile(`http://(127\.0\.0\.1:\d+)`).FindStringSubmatch(line)
+	if addr == nil {
+		t.Fatalf("no address in %q", line)
+	}
+	base := "http://" + addr[1]
+	for _, path := range []string{"/healthz", "/readyz"} {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("%s = %d", path, res.StatusCode)
+		}
+	}
+	// A close through the API wakes the worker, which releases at once.
+	put := func(path, body string) {
+		req, _ := http.NewRequest(http.MethodPut, base+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	post := func(path, body string) int {
+		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	put("/api/v1/skus/sku-1", `{"available":5}`)
+	if code := post("/api/v1/orders", `{"order_no":"o-1","user_id":"u1","items":[{"sku_id":"sku-1","qty":2}]}`); code != http.StatusCreated {
+		t.Fatalf("place = %d", code)
+	}
+	if code := post("/api/v1/orders/o-1/close", `{"reason":"USER_CANCEL"}`); code != http.StatusOK {
+		t.Fatalf("close = %d", code)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(base + "/api/v1/skus/sku-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if strings.Contains(string(b), `"available":5`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the close was not released: %s", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
+	err := run(context.Background(), []string{"explode"}, func(string) string { return "" }, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), `unknown command "explode"`) {
+		t.Fatalf("err = %v", err)
+	}
+}

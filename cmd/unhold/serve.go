@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"unhold/config"
+	"unhold/jobs"
+	"unhold/web"
+)
+
+// serve runs HTTP, the worker and cron until ctx ends, then shuts down in
+// order: HTTP first, then cron and the worker, then the database.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+	s, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if cfg.Demo {
+		if err := seedDemo(ctx, cfg, s, log, stdout); err != nil {
+			return err
+		}
+	}
+
+	w := jobs.NewWorker(s, cfg.WorkerID, cfg.WorkerBatch, cfg.LeaseDuration, log)
+	jobCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopJobs()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); w.Run(jobCtx) }()
+	sched, err := jobs.NewScheduler(jobCtx, jobs.Jobs(s, w, jobs.Schedule{
+		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
+	}, log), time.Minute, log)
+	if err != nil {
+		return err
+	}
+	sched.Start()
+	w.Wake()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake}),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	fmt.Fprintf(stdout, "unhold serving on http://%s (database %s, worker %s)\n", ln.Addr(), cfg.DB, cfg.WorkerID)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", slog.Any("err", err))
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		log.Error("http shutdown", slog.Any("err", err))
+	}
+	sched.Stop()
+	stopJobs()
+	wg.Wait()
+	return nil
+}

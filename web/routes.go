@@ -1,0 +1,38 @@
+package web
+
+import (
+	"github.com/labstack/echo/v5"
+
+	"unhold/static"
+)
+
+// routes lists every route of the server.
+func (s *server) routes(e *echo.Echo) {
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/", s.home)
+	e.StaticFS("/static", static.FS)
+
+	api := e.Group("/api/v1")
+
+	api.PUT("/skus/:sku_id", s.putSKU)
+	api.GET("/skus/:sku_id", s.getSKU)
+
+	api.POST("/coupons", s.createCoupon)
+	api.GET("/coupons/:coupon_id", s.getCoupon)
+
+	api.POST("/accounts/:uid/credit", s.creditAccount)
+	api.GET("/accounts/:uid", s.getAccount)
+
+	api.PUT("/activities/:activity_id", s.putActivity)
+	api.GET("/activities/:activity_id", s.getActivity)
+
+	api.PUT("/slots/:slot_id", s.putSlot)
+	api.GET("/slots/:slot_id", s.getSlot)
+
+	api.POST("/orders", s.placeOrder)
+	api.GET("/orders/:order_no", s.getOrder)
+	api.POST("/orders/:order_no/pay", s.payOrder)
+	api.POST("/orders/:order_no/close", s.closeOrder)
+	api.POST("/orders/:order_no/resources/:type/rerun", s.rerun)
+}

@@ -1,0 +1,251 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+	"unhold/web"
+)
+
+// bundle is what a handler test works with: the router, the store behind
+// it, the store's clock, how often Wake was called and what was logged.
+type bundle struct {
+	e     *echo.Echo
+	s     *models.Store
+	clock *modelstest.Clock
+	wakes *atomic.Int64
+	logs  *lockedBuffer
+	ctx   context.Context
+}
+
+// eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.
+func eachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
+	t.Helper()
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, setup(t, d))
+		})
+	}
+}
+
+func setup(t *testing.T, d models.Dialect) bundle {
+	t.Helper()
+	clock := modelstest.NewClock()
+	s := modelstest.Open(t, d, models.Options{Now: clock.Now})
+	return newBundle(s, clock)
+}
+
+func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
+	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	b.e = web.New(web.Deps{
+		Store: s,
+		Log:   slog.New(slog.NewTextHandler(b.logs, nil)),
+		Wake:  func() { b.wakes.Add(1) },
+	})
+	return b
+}
+
+// lockedBuffer is a log sink that handlers may write from several goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// call sends one request through the router; a non-empty body goes as JSON.
+func (b bundle) call(method, path, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	}
+	return b.serve(req)
+}
+
+func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
+	rec := httptest.NewRecorder()
+	b.e.ServeHTTP(rec, req)
+	return rec
+}
+
+// must calls the router and fails the test unless the status is want; it
+// decodes the answer into T, refusing fields T does not have.
+func must[T any](t *testing.T, b bundle, want int, method, path, body string) T {
+	t.Helper()
+	rec := b.call(method, path, body)
+	if rec.Code != want {
+		t.Fatalf("%s %s = %d %s, want %d", method, path, rec.Code, rec.Body, want)
+	}
+	return decodeStrict[T](t, rec)
+}
+
+func decodeStrict[T any](t *testing.T, rec *httptest.ResponseRecorder) T {
+	t.Helper()
+	if ct := rec.Header().Get(echo.HeaderContentType); !strings.HasPrefix(ct, echo.MIMEApplicationJSON) {
+		t.Fatalf("Content-Type = %q, want JSON; body %s", ct, rec.Body)
+	}
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("decode %T from %s: %v", v, rec.Body, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		t.Fatalf("data after the JSON value in %s", rec.Body)
+	}
+	return v
+}
+
+// apiError is the shape of every API error.
+type apiError struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// wantError checks an error answer's status and code and that it says something.
+func wantError(t *testing.T, rec *httptest.ResponseRecorder, status int, code string) string {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d %s, want %d %s", rec.Code, rec.Body, status, code)
+	}
+	e := decodeStrict[apiError](t, rec)
+	if e.Error.Code != code {
+		t.Fatalf("code = %q (%s), want %q", e.Error.Code, e.Error.Message, code)
+	}
+	if strings.TrimSpace(e.Error.Message) == "" {
+		t.Fatalf("error %s has no message", code)
+	}
+	return e.Error.Message
+}
+
+// shop is what seedShop made.
+type shop struct {
+	couponU1, couponU2 int64
+}
+
+// seedShop sets up, through the store, a small shop for user u1: sku-1 (10)
+// and sku-2 (1), a coupon each for u1 and u2, u1 with 1000 balance and 500
+// points, activity act-1 with one place, slot seat-1. Order held-1 holds one
+// sku-1, act-1's only place and seat-1; order paid-1 bought one sku-1.
+func seedShop(t *testing.T, b bundle) shop {
+	t.Helper()
+	try := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("seed %s: %v", what, err)
+		}
+	}
+	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test")
+	try("sku-1", err)
+	_, err = b.s.SetStock(b.ctx, "sku-2", 1, 0, "test")
+	try("sku-2", err)
+	expire := b.clock.Now().Add(48 * time.Hour)
+	c1, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponPlatform, expire, "test")
+	try("coupon u1", err)
+	c2, err := b.s.CreateCoupon(b.ctx, "u2", models.CouponMerchant, expire, "test")
+	try("coupon u2", err)
+	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "test")
+	try("balance", err)
+	_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 500, "test")
+	try("points", err)
+	_, err = b.s.SetActivity(b.ctx, "act-1", 1, "test")
+	try("act-1", err)
+	_, _, err = b.s.PutSlot(b.ctx, "seat-1", "test")
+	try("seat-1", err)
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "held-1", UserID: "u1",
+		Items: []models.Item{{SkuID: "sku-1", Qty: 1}}, ActivityID: "act-1", SlotID: "seat-1"})
+	try("held-1", err)
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "paid-1", UserID: "u1",
+		Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+	try("paid-1", err)
+	_, err = b.s.PayOrder(b.ctx, "paid-1", "txn-paid-1")
+	try("pay paid-1", err)
+	return shop{couponU1: c1.ID, couponU2: c2.ID}
+}
+
+// Tables a refused request must leave as they were.
+var (
+	countedTables = []string{"orders", "order_holds", "release_tasks", "task_attempts", "inventory_flows",
+		"coupon_flows", "account_flows", "quota_flows", "slot_flows", "audit_log"}
+	// dumpedTables are compared row by row, ordered by their key.
+	dumpedTables = map[string]string{
+		"inventory": "sku_id", "accounts": "uid, asset", "activity_quotas": "activity_id",
+		"user_coupons": "id", "slot_holds": "slot_id", "orders": "id", "order_holds": "id", "release_tasks": "id",
+	}
+)
+
+// dbSnapshot is the row count of every counted table and the full rows of
+// every dumped one.
+type dbSnapshot struct {
+	counts map[string]int64
+	rows   map[string]string
+}
+
+func snapshot(t *testing.T, b bundle) dbSnapshot {
+	t.Helper()
+	db := b.s.W.WithContext(b.ctx)
+	snap := dbSnapshot{counts: map[string]int64{}, rows: map[string]string{}}
+	for _, tb := range countedTables {
+		var n int64
+		if err := db.Table(tb).Count(&n).Error; err != nil {
+			t.Fatalf("count %s: %v", tb, err)
+		}
+		snap.counts[tb] = n
+	}
+	for tb, key := range dumpedTables {
+		var rows []map[string]any
+		if err := db.Raw("SELECT * FROM " + tb + " ORDER BY " + key).Scan(&rows).Error; err != nil {
+			t.Fatalf("dump %s: %v", tb, err)
+		}
+		var sb strings.Builder
+		for _, r := range rows {
+			fmt.Fprintln(&sb, r) // fmt prints map keys sorted
+		}
+		snap.rows[tb] = sb.String()
+	}
+	return snap
+}
+
+// sameExcept fails the test unless after equals before, with the given
+// counted tables grown by exactly the given number of rows.
+func (before dbSnapshot) sameExcept(t *testing.T, after dbSnapshot, grown map[string]int64) {
+	t.Helper()
+	for _, tb := range countedTables {
+		if got, want := after.counts[tb], before.counts[tb]+grown[tb]; got != want {
+			t.Errorf("%s has %d rows, want %d", tb, got, want)
+		}
+	}
+	for tb := range dumpedTables {
+		if after.rows[tb] != before.rows[tb] {
+			t.Errorf("%s changed:\nbefore:\n%s\nafter:\n%s", tb, before.rows[tb], after.rows[tb])
+		}
+	}
+}

@@ -1,0 +1,56 @@
+// Package web is unhold's HTTP front: an echo server whose JSON API sets up
+// resources, places, pays, closes and inspects orders, and makes failed
+// releases due again. Handlers only parse input, call the models.Store and
+// map its typed errors; the release itself is always the worker's job.
+package web
+
+import (
+	"log/slog"
+
+	"github.com/labstack/echo/v5"
+	"github.com/labstack/echo/v5/middleware"
+
+	"unhold/models"
+)
+
+// Deps is what the server needs.
+type Deps struct {
+	Store *models.Store
+	Log   *slog.Logger
+	// Wake, when set, tells the local worker that release tasks became due
+	// (a close that won, a rerun), so it claims them without waiting for
+	// its next sweep. It must not block.
+	Wake func()
+}
+
+// server holds the dependencies every handler uses.
+type server struct {
+	store *models.Store
+	log   *slog.Logger
+	wake  func()
+}
+
+// New builds the echo server with every route in routes.go.
+func New(d Deps) *echo.Echo {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &server{store: d.Store, log: log, wake: d.Wake}
+	e := echo.NewWithConfig(echo.Config{
+		Logger:           log,
+		HTTPErrorHandler: s.handleError,
+	})
+	// A panic becomes an error for handleError: a 500 INTERNAL answer, with
+	// the panic and the current goroutine's stack logged.
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	s.routes(e)
+	return e
+}
+
+// wakeWorker calls Wake when one is set.
+func (s *server) wakeWorker() {
+	if s.wake != nil {
+		s.wake()
+	}
+}
