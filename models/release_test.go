@@ -2,6 +2,8 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -240,5 +242,60 @@ func TestRerunRefusals(t *testing.T) {
 		if len(c.Audit) != 1 || c.Audit[0].Outcome != "refused" {
 			t.Fatalf("audit = %+v, want one refused entry", c.Audit)
 		}
+	})
+}
+
+// Several workers claiming at once never get the same task: on PostgreSQL
+// through FOR UPDATE SKIP LOCKED, on SQLite through the single writer.
+func TestConcurrentClaimsNeverOverlap(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
+		const orders = 120
+		for i := range orders {
+			no := fmt.Sprintf("o-%d", i)
+			req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
+			if _, _, err := b.s.PlaceOrder(b.ctx, req); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.s.CloseOrder(b.ctx, no, models.TriggerTimeout, "system"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		claimed := map[int64]string{}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				name := fmt.Sprintf("w%d", w)
+				for {
+					tasks, err := b.s.ClaimTasks(b.ctx, name, 7, time.Minute)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(tasks) == 0 {
+						return
+					}
+					for _, tk := range tasks {
+						mu.Lock()
+						if prev, ok := claimed[tk.ID]; ok {
+							t.Errorf("task %d claimed by %s and %s", tk.ID, prev, name)
+						}
+						claimed[tk.ID] = name
+						mu.Unlock()
+						if r, err := b.s.ReleaseTask(b.ctx, tk, name); err != nil || r.Outcome != models.OutcomeDone {
+							t.Errorf("release %d = %+v, %v", tk.ID, r, err)
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(claimed) != orders {
+			t.Fatalf("%d tasks claimed, want %d", len(claimed), orders)
+		}
+		b.assertReconciles(t)
 	})
 }
