@@ -211,6 +211,9 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 			}
 		}
 	}
+	if err := refundOne(ctx, s); err != nil {
+		return demoStats{}, err
+	}
 	if err := plantDiffs(ctx, s, rng); err != nil {
 		return demoStats{}, err
 	}
@@ -219,6 +222,35 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 	}
 	w.Drain(ctx)
 	return demoCount(ctx, s, len(placed))
+}
+
+// refundOne shows a late payment that cannot take its stock back: the SKU
+// sells out after the release, the money arrives, the order goes to
+// REFUND_PENDING, and the stock is put back afterwards.
+func refundOne(ctx context.Context, s *models.Store) error {
+	var t models.ReleaseTask
+	err := s.R.WithContext(ctx).Joins("JOIN orders o ON o.order_no = release_tasks.order_no").
+		Where("release_tasks.resource_type = ? AND release_tasks.status = ? AND o.status = ?", models.ResInventory, models.TaskDone, models.OrderClosed).
+		Order("release_tasks.id DESC").Take(&t).Error
+	if err != nil {
+		return fmt.Errorf("demo refund: %w", err)
+	}
+	sku, err := s.GetSKU(ctx, t.BizKey)
+	if err != nil {
+		return err
+	}
+	if _, err := s.SetStock(ctx, t.BizKey, 0, sku.ReleaseDelayS, "demo"); err != nil {
+		return err
+	}
+	if _, err := s.PayOrder(ctx, t.OrderNo, "WX"+t.OrderNo); err != nil {
+		return err
+	}
+	now, err := s.GetSKU(ctx, t.BizKey)
+	if err != nil {
+		return err
+	}
+	_, err = s.SetStock(ctx, t.BizKey, now.Available+sku.Available, sku.ReleaseDelayS, "demo")
+	return err
 }
 
 // plantDiffs makes a few inconsistencies for reconciliation to find, the way

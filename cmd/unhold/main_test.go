@@ -37,7 +37,7 @@ func TestDemoShopHasEveryState(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, status := range []models.OrderStatus{models.OrderPending, models.OrderPaid, models.OrderClosed} {
+			for _, status := range []models.OrderStatus{models.OrderPending, models.OrderPaid, models.OrderClosed, models.OrderRefundPending} {
 				if st.statuses[status] == 0 {
 					t.Errorf("no %s orders: %s", status, st.summary())
 				}
