@@ -45,6 +45,7 @@ type Config struct {
 	CouponExtendDays  int           // days added by CouponExpiryExtend
 	Demo              bool          // seed demo data on start
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
+	TZ                string        // dashboard time zone until the browser tells its own
 	Args              []string      // positional arguments left after the flags
 }
 
@@ -81,6 +82,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
+	tz := text("tz", "UNHOLD_TZ", "Asia/Shanghai", "time zone of dashboard times until a browser tells its own (IANA name)")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -146,6 +148,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if cfg.LogFormat, err = oneOf(logFormat, LogFormatAuto, LogFormatJSON, LogFormatText); err != nil {
 		return Config{}, err
 	}
+	if _, err := time.LoadLocation(tz.value); err != nil || tz.value == "" {
+		return Config{}, tz.errorf("an IANA time zone name such as Asia/Shanghai or UTC")
+	}
+	cfg.TZ = tz.value
 	return cfg, nil
 }
 

@@ -31,6 +31,7 @@ func defaults(t *testing.T) Config {
 		CouponExtendDays:  3,
 		Demo:              false,
 		LogFormat:         LogFormatAuto,
+		TZ:                "Asia/Shanghai",
 	}
 }
 
@@ -50,6 +51,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_COUPON_EXTEND_DAYS":  "0",
 		"UNHOLD_DEMO":                "true",
 		"UNHOLD_LOG_FORMAT":          "json",
+		"UNHOLD_TZ":                  "Europe/Berlin",
 	}
 
 	tests := []struct {
@@ -75,6 +77,7 @@ func TestLoad(t *testing.T) {
 				c.CouponExtendDays = 0
 				c.Demo = true
 				c.LogFormat = LogFormatJSON
+				c.TZ = "Europe/Berlin"
 			},
 		},
 		{
@@ -93,6 +96,7 @@ func TestLoad(t *testing.T) {
 				"-coupon-extend-days", "365",
 				"-demo=false",
 				"-log-format", "text",
+				"-tz", "UTC",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -107,6 +111,7 @@ func TestLoad(t *testing.T) {
 				c.CouponExtendDays = 365
 				c.Demo = false
 				c.LogFormat = LogFormatText
+				c.TZ = "UTC"
 			},
 		},
 		{
@@ -192,6 +197,8 @@ func TestLoadInvalid(t *testing.T) {
 			`config: invalid boolean value "yes" for -demo: parse error`},
 		{"log format", nil, []string{"-log-format", "xml"},
 			`config: -log-format must be one of auto, json, text, got "xml"`},
+		{"time zone", map[string]string{"UNHOLD_TZ": "Mars/Olympus"}, nil,
+			`config: UNHOLD_TZ must be an IANA time zone name such as Asia/Shanghai or UTC, got "Mars/Olympus"`},
 		{"unknown flag", nil, []string{"-verbose"},
 			`config: flag provided but not defined: -verbose`},
 	}

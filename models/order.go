@@ -58,6 +58,8 @@ type ReleaseTask struct {
 	CreatedAt    time.Time    `json:"created_at"`
 	UpdatedAt    time.Time    `json:"updated_at"`
 	DoneAt       *time.Time   `json:"done_at,omitempty"`
+	RerunBy      string       `json:"rerun_by,omitempty"`
+	RerunReason  string       `json:"rerun_reason,omitempty"`
 }
 
 // TaskAttempt is one try of a task.
@@ -70,6 +72,7 @@ type TaskAttempt struct {
 	Outcome      string       `json:"outcome"`
 	ErrorClass   ErrorClass   `json:"error_class,omitempty"`
 	Error        string       `json:"error,omitempty"`
+	Note         string       `json:"note,omitempty"`
 	StartedAt    time.Time    `json:"started_at"`
 	FinishedAt   time.Time    `json:"finished_at"`
 }

@@ -37,6 +37,14 @@ func (s *Store) ClaimTasks(ctx context.Context, owner string, n int, lease time.
 	return tasks, nil
 }
 
+// rerunNote is what an attempt after a rerun keeps of it: who asked, and why.
+func (t ReleaseTask) rerunNote() string {
+	if t.RerunBy == "" {
+		return ""
+	}
+	return "rerun by " + t.RerunBy + ": " + t.RerunReason
+}
+
 func newToken() string {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
@@ -88,7 +96,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 			}
 		}
 		return tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, StartedAt: start, FinishedAt: s.Now()}).Error
+			Outcome: outcome, Note: t.rerunNote(), StartedAt: start, FinishedAt: s.Now()}).Error
 	})
 	if errors.Is(err, errLeaseLost) {
 		return ReleaseResult{Outcome: OutcomeLeaseLost}, nil
@@ -133,7 +141,7 @@ func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string,
 			return nil
 		}
 		return tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, ErrorClass: class, Error: msg, StartedAt: start, FinishedAt: now}).Error
+			Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: now}).Error
 	})
 	return ReleaseResult{Outcome: outcome, Class: class, Err: msg}, err
 }
@@ -162,8 +170,9 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN', updated_at = ?
-			WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL')`, now, now, orderNo, t)
+		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN',
+			rerun_by = ?, rerun_reason = ?, updated_at = ?
+			WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -6,5 +6,5 @@ import "embed"
 
 // FS is the embedded static files.
 //
-//go:embed *.css
+//go:embed *.css *.js
 var FS embed.FS

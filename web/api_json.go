@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"unhold/models"
+	"unhold/views"
 )
 
 // maxBody is the largest request body the API reads.
@@ -157,10 +158,13 @@ func (s *server) handleError(c *echo.Context, err error) {
 		return
 	}
 	status, detail := s.classify(c, err)
-	if c.Request().Method == http.MethodHead {
+	switch {
+	case c.Request().Method == http.MethodHead:
 		err = c.NoContent(status)
-	} else {
+	case isAPI(c.Request().URL.Path):
 		err = c.JSON(status, errorResponse{Error: detail})
+	default:
+		err = render(c, status, views.ErrorPage(s.page(c, "error.title", ""), status, detail.Code, detail.Message))
 	}
 	if err != nil {
 		s.log.WarnContext(c.Request().Context(), "could not send the error response", s.requestAttrs(c, err)...)

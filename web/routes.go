@@ -10,9 +10,27 @@ import (
 func (s *server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	e.GET("/", s.home)
 	e.StaticFS("/static", static.FS)
 
+	// Dashboard pages.
+	e.GET("/", s.overview)
+	e.GET("/lang", s.setLang)
+	e.GET("/orders", s.ordersList)
+	e.GET("/orders/:order_no", s.orderChain)
+	e.GET("/orders/:order_no/resources/:type/rerun", s.rerunPreview)
+	e.POST("/orders/:order_no/resources/:type/rerun", s.rerunSubmit)
+	e.GET("/tasks", s.tasksList)
+	e.GET("/tasks/rerun", s.bulkRerunPreview)
+	e.POST("/tasks/rerun", s.bulkRerunSubmit)
+	e.GET("/tasks/:id", s.taskDetail)
+	e.GET("/inventory", s.inventoryList)
+	e.GET("/inventory/:sku_id", s.skuLedger)
+	e.GET("/coupons", s.couponLedger)
+	e.GET("/balances", s.balanceLedger)
+	e.GET("/reports/daily", s.dailyReport)
+	e.GET("/reports/daily.csv", s.dailyReportCSV)
+
+	// JSON API.
 	api := e.Group("/api/v1")
 
 	api.PUT("/skus/:sku_id", s.putSKU)

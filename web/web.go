@@ -6,6 +6,7 @@ package web
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
@@ -21,6 +22,9 @@ type Deps struct {
 	// (a close that won, a rerun), so it claims them without waiting for
 	// its next sweep. It must not block.
 	Wake func()
+	// Location is the time zone pages use until the viewer's browser tells
+	// its own; nil means UTC.
+	Location *time.Location
 }
 
 // server holds the dependencies every handler uses.
@@ -28,6 +32,8 @@ type server struct {
 	store *models.Store
 	log   *slog.Logger
 	wake  func()
+	loc   *time.Location
+	zones zoneCache
 }
 
 // New builds the echo server with every route in routes.go.
@@ -36,7 +42,11 @@ func New(d Deps) *echo.Echo {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &server{store: d.Store, log: log, wake: d.Wake}
+	loc := d.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,

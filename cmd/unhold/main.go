@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
 	"unhold/config"
 	"unhold/models"

@@ -45,12 +45,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	sched.Start()
 	w.Wake()
 
+	loc, err := time.LoadLocation(cfg.TZ)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake}),
+		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

@@ -1,0 +1,4 @@
+package views
+
+// ordersText is the text of the orders pages.
+var ordersText = text{}

@@ -1,0 +1,4 @@
+package views
+
+// overviewText is the text of the overview pages.
+var overviewText = text{}

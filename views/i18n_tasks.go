@@ -1,0 +1,4 @@
+package views
+
+// tasksText is the text of the tasks pages.
+var tasksText = text{}

@@ -1,0 +1,103 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"unhold/views"
+)
+
+// Cookies the dashboard keeps: the chosen language, the viewer's time zone
+// (set by static/app.js), and a one-time flash message.
+const (
+	cookieLang  = "lang"
+	cookieTZ    = "tz"
+	cookieFlash = "flash"
+)
+
+// page builds the layout's view model for this request.
+func (s *server) page(c *echo.Context, title, active string) views.Page {
+	r := c.Request()
+	p := views.Page{Lang: views.LangZH, Title: title, Active: active, URL: r.URL.RequestURI(), Now: s.store.Now(), Loc: s.loc}
+	if ck, err := r.Cookie(cookieLang); err == nil {
+		p.Lang = views.ParseLang(ck.Value)
+	}
+	if ck, err := r.Cookie(cookieTZ); err == nil {
+		if tz, err := url.QueryUnescape(ck.Value); err == nil {
+			if loc := s.zones.load(tz); loc != nil {
+				p.Loc = loc
+			}
+		}
+	}
+	if ck, err := r.Cookie(cookieFlash); err == nil {
+		if v, err := url.QueryUnescape(ck.Value); err == nil && len(v) > 2 {
+			p.Flash = &views.Flash{OK: v[0] == '1', Text: v[2:]}
+		}
+		c.SetCookie(&http.Cookie{Name: cookieFlash, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	}
+	return p
+}
+
+// redirectWithFlash answers an action: POST → 303 → GET, with a message
+// the next page shows once.
+func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {
+	v := "0|" + text
+	if ok {
+		v = "1|" + text
+	}
+	c.SetCookie(&http.Cookie{Name: cookieFlash, Value: url.QueryEscape(v), Path: "/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// localPath keeps a redirect target on this site.
+func localPath(to string) string {
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+		return "/"
+	}
+	return to
+}
+
+// setLang remembers the chosen language and goes back where the viewer was.
+func (s *server) setLang(c *echo.Context) error {
+	lang := views.ParseLang(c.QueryParam("to"))
+	c.SetCookie(&http.Cookie{Name: cookieLang, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode})
+	return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("back")))
+}
+
+// zoneCache loads time zones once each; an unknown name loads as nil.
+type zoneCache struct {
+	mu sync.Mutex
+	m  map[string]*time.Location
+}
+
+func (z *zoneCache) load(name string) *time.Location {
+	if name == "" || len(name) > 64 {
+		return nil
+	}
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if loc, ok := z.m[name]; ok {
+		return loc
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		loc = nil
+	}
+	if z.m == nil {
+		z.m = map[string]*time.Location{}
+	}
+	if len(z.m) < 1000 {
+		z.m[name] = loc
+	}
+	return loc
+}
+
+// isAPI tells requests answered in JSON from dashboard pages.
+func isAPI(path string) bool {
+	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/metrics"
+}
