@@ -80,7 +80,9 @@ func TestPropertyRandomOperations(t *testing.T) {
 		for round := 0; ; round++ {
 			clock.Advance(time.Hour)
 			for _, w := range workers {
-				w.Drain(ctx)
+				if st := w.Drain(ctx); st["ERROR"] > 0 {
+					t.Fatalf("a release failed outside the retry rules: %v", st)
+				}
 			}
 			var open []models.ReleaseTask
 			if err := s.R.Where("status IN ?", []string{"PENDING", "RETRY", "MANUAL"}).Find(&open).Error; err != nil {
@@ -268,7 +270,9 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 		}
 		return "timeout scan"
 	case p < 95:
-		w.Drain(ctx)
+		if st := w.Drain(ctx); st["ERROR"] > 0 {
+			sh.fail(fmt.Errorf("a release failed outside the retry rules: %v", st))
+		}
 		return "drain"
 	default:
 		sh.clock.Advance(time.Duration(rng.IntN(90)) * time.Second)

@@ -23,7 +23,7 @@ type Worker struct {
 
 // NewWorker makes a worker that leases batch tasks at a time for lease.
 func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *slog.Logger) *Worker {
-	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 2, log: log, wake: make(chan struct{}, 1)}
+	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 4, log: log, wake: make(chan struct{}, 1)}
 }
 
 // ID is the worker's name, written on leases, attempts and ledger rows.
@@ -65,6 +65,13 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 			return st
 		}
 		for _, t := range tasks {
+			// A batch runs one task after another; a task whose lease would
+			// run out before its try could finish is left for its lease to
+			// expire rather than tried and lost.
+			if t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil) {
+				st["LEASE_SHORT"]++
+				continue
+			}
 			st[w.release(ctx, t)]++
 		}
 	}

@@ -162,36 +162,28 @@ func (c *couponResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, er
 }
 
 // reconcileSingles compares keys held one at a time (coupons, slots) with the
-// keys that PENDING orders and unfinished release tasks say are held.
+// keys that PENDING orders and unfinished release tasks say are held. One
+// statement, so both sides come from one snapshot even while work runs.
 func reconcileSingles(ctx context.Context, db *gorm.DB, t ResourceType, heldQuery string) ([]Diff, error) {
-	var held, expected []string
-	if err := db.WithContext(ctx).Raw(heldQuery).Scan(&held).Error; err != nil {
-		return nil, fmt.Errorf("reconcile %s: %w", t, err)
+	type row struct {
+		K                string
+		Expected, Actual int64
 	}
-	err := db.WithContext(ctx).Raw(`SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
-		WHERE h.resource_type = ? AND o.status = 'PENDING'
-		UNION ALL
-		SELECT biz_key FROM release_tasks WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL')`,
-		t, t).Scan(&expected).Error
+	var rows []row
+	err := db.WithContext(ctx).Raw(`SELECT k, SUM(e) AS expected, SUM(a) AS actual FROM (
+			SELECT k, 0 AS e, 1 AS a FROM (`+heldQuery+`) held
+			UNION ALL
+			SELECT h.biz_key, 1, 0 FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+				WHERE h.resource_type = ? AND o.status = 'PENDING'
+			UNION ALL
+			SELECT biz_key, 1, 0 FROM release_tasks WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL')
+		) x GROUP BY k HAVING SUM(e) <> SUM(a) ORDER BY k`, t, t).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: %w", t, err)
 	}
-	count := map[string][2]int64{}
-	for _, k := range held {
-		v := count[k]
-		v[1]++
-		count[k] = v
-	}
-	for _, k := range expected {
-		v := count[k]
-		v[0]++
-		count[k] = v
-	}
-	var diffs []Diff
-	for k, v := range count {
-		if v[0] != v[1] {
-			diffs = append(diffs, Diff{Resource: t, Key: k, Check: CheckHeld, Expected: v[0], Actual: v[1]})
-		}
+	diffs := make([]Diff, 0, len(rows))
+	for _, r := range rows {
+		diffs = append(diffs, Diff{Resource: t, Key: r.K, Check: CheckHeld, Expected: r.Expected, Actual: r.Actual})
 	}
 	return diffs, nil
 }

@@ -34,9 +34,10 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 		if res.RowsAffected == 1 {
 			out.Won = true
 			var hs []Hold
-			if err := tx.Where("order_no = ?", orderNo).Order("resource_type, biz_key").Find(&hs).Error; err != nil {
+			if err := tx.Where("order_no = ?", orderNo).Find(&hs).Error; err != nil {
 				return err
 			}
+			sortHolds(hs)
 			for _, h := range hs {
 				if h.Outstanding() == 0 {
 					continue

@@ -68,9 +68,10 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 		return err
 	}
 	var hs []Hold
-	if err := tx.Where("order_no = ?", orderNo).Order("resource_type, biz_key").Find(&hs).Error; err != nil {
+	if err := tx.Where("order_no = ?", orderNo).Find(&hs).Error; err != nil {
 		return err
 	}
+	sortHolds(hs)
 	now := s.Now()
 	for _, h := range hs {
 		if h.Outstanding() == 0 {
@@ -119,25 +120,26 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 		return Op{Kind: kind, OrderNo: o.OrderNo, UserID: o.UserID, Key: t.BizKey, Qty: t.Qty,
 			Trigger: TriggerLatePayment, Epoch: 1, Actor: "channel", Now: now}
 	}
-	var failed []string
-	err := tx.Transaction(func(tx *gorm.DB) error {
+	// Resource rows are locked in the one order every transaction uses.
+	sortTasks(tasks)
+	err := savepoint(tx, "late_payment", func() error {
 		for _, t := range tasks {
 			if t.Status == TaskDone {
 				if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
 					return err
 				}
-				continue
+			} else {
+				res := tx.Exec("UPDATE release_tasks SET status = 'SUPERSEDED', updated_at = ? WHERE id = ? AND status IN ('PENDING','RETRY','MANUAL')", now, t.ID)
+				if res.Error != nil {
+					return res.Error
+				}
+				if res.RowsAffected == 0 {
+					return fmt.Errorf("%w: task %d changed under the late payment", errStateMismatch, t.ID)
+				}
 			}
-			res := tx.Exec("UPDATE release_tasks SET status = 'SUPERSEDED', updated_at = ? WHERE id = ? AND status IN ('PENDING','RETRY','MANUAL')", now, t.ID)
-			if res.Error != nil {
-				return res.Error
+			if err := s.apply(tx, t.ResourceType, op(FlowDeduct, t)); err != nil {
+				return err
 			}
-			if res.RowsAffected == 0 {
-				return fmt.Errorf("%w: task %d changed under the late payment", errStateMismatch, t.ID)
-			}
-		}
-		if err := s.deductAll(tx, o.OrderNo, TriggerLatePayment, 1); err != nil {
-			return err
 		}
 		return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
 			WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, now, o.OrderNo).Error
@@ -148,12 +150,12 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 	if !isBusinessRefusal(err) {
 		return PayResult{}, err
 	}
-	failed = append(failed, err.Error())
+	failed := []string{err.Error()}
 	for _, t := range tasks {
 		if t.Status != TaskDone {
 			continue
 		}
-		err := tx.Transaction(func(tx *gorm.DB) error {
+		err := savepoint(tx, "reacquire", func() error {
 			if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
 				return err
 			}
@@ -173,6 +175,26 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 		return PayResult{}, err
 	}
 	return PayResult{Status: OrderRefundPending, Late: true, Note: note}, nil
+}
+
+// savepoint runs fn so that its failure undoes only its own work: on error
+// the transaction rolls back to before fn and stays usable (PostgreSQL
+// needs that after a failed statement). The savepoint is released either
+// way, so a loop of them does not pile up subtransactions.
+func savepoint(tx *gorm.DB, name string, fn func() error) error {
+	if err := tx.Exec("SAVEPOINT " + name).Error; err != nil {
+		return err
+	}
+	if err := fn(); err != nil {
+		if rerr := tx.Exec("ROLLBACK TO SAVEPOINT " + name).Error; rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		if rerr := tx.Exec("RELEASE SAVEPOINT " + name).Error; rerr != nil {
+			return errors.Join(err, rerr)
+		}
+		return err
+	}
+	return tx.Exec("RELEASE SAVEPOINT " + name).Error
 }
 
 // isBusinessRefusal tells a "the data does not allow it" failure from a

@@ -138,12 +138,25 @@ func (r PlaceRequest) holds() ([]Hold, error) {
 	return hs, nil
 }
 
+// Every transaction that locks several resource rows locks them in this
+// order, (type, key) by bytes — in Go, never by SQL ORDER BY, whose order
+// depends on the database's collation.
+func resourceLess(at, bt ResourceType, ak, bk string) bool {
+	if at != bt {
+		return at < bt
+	}
+	return ak < bk
+}
+
 func sortHolds(hs []Hold) {
 	sort.Slice(hs, func(i, j int) bool {
-		if hs[i].ResourceType != hs[j].ResourceType {
-			return hs[i].ResourceType < hs[j].ResourceType
-		}
-		return hs[i].BizKey < hs[j].BizKey
+		return resourceLess(hs[i].ResourceType, hs[j].ResourceType, hs[i].BizKey, hs[j].BizKey)
+	})
+}
+
+func sortTasks(ts []ReleaseTask) {
+	sort.Slice(ts, func(i, j int) bool {
+		return resourceLess(ts[i].ResourceType, ts[j].ResourceType, ts[i].BizKey, ts[j].BizKey)
 	})
 }
 

@@ -70,6 +70,9 @@ type ReleaseResult struct {
 // (LOCKED_SHORT, STATE_MISMATCH, NOT_FOUND) go MANUAL at once, transient ones
 // retry on RetrySchedule until MaxFailures.
 func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (ReleaseResult, error) {
+	if t.LeaseToken == "" {
+		return ReleaseResult{}, fmt.Errorf("release task %d: it was not claimed", t.ID)
+	}
 	start := s.Now()
 	outcome := OutcomeDone
 	err := s.write(ctx, func(tx *gorm.DB) error {
@@ -124,6 +127,18 @@ func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string,
 	ctx = context.WithoutCancel(ctx)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
+		// Count from the row, not from the claimed copy: a rerun may have
+		// reset the count since the claim.
+		var cur []ReleaseTask
+		err := tx.Raw("SELECT * FROM release_tasks WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')"+s.forUpdate(),
+			t.ID, t.LeaseToken).Scan(&cur).Error
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return nil
+		}
+		t = cur[0]
 		failures := t.Failures + 1
 		status, next := TaskRetry, now.Add(RetryDelay(failures))
 		outcome = OutcomeRetry
@@ -150,8 +165,13 @@ func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string,
 // dashboard does not show them as owned; ClaimTasks would take them anyway.
 func (s *Store) RescueLeases(ctx context.Context) (int64, error) {
 	now := s.Now()
+	skip := ""
+	if s.Dialect == Postgres {
+		skip = " FOR UPDATE SKIP LOCKED"
+	}
 	res := s.W.WithContext(ctx).Exec(`UPDATE release_tasks SET lease_owner = '', lease_until = NULL, updated_at = ?
-		WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ?`, now, now)
+		WHERE id IN (SELECT id FROM release_tasks
+			WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ? ORDER BY id`+skip+`)`, now, now)
 	if res.Error != nil {
 		return 0, fmt.Errorf("rescue leases: %w", res.Error)
 	}
@@ -170,9 +190,12 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	var n int64
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
+		// Rows are locked by id, the order a late payment locks them in.
 		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN',
 			rerun_by = ?, rerun_reason = ?, updated_at = ?
-			WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)
+			WHERE id IN (SELECT id FROM release_tasks
+				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)
+			AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)
 		if res.Error != nil {
 			return res.Error
 		}

@@ -77,9 +77,6 @@ func (c *counter) Apply(tx *gorm.DB, op Op) error {
 	switch op.Kind {
 	case FlowLock:
 		guard, dAvail, dHeld = c.avail, -op.Qty, op.Qty
-		if before.Avail < op.Qty {
-			return fmt.Errorf("%w: %s %s has %d, order %s asks %d", c.short, c.typ, op.Key, before.Avail, op.OrderNo, op.Qty)
-		}
 	case FlowDeduct:
 		guard, dHeld, dSpent = c.held, -op.Qty, op.Qty
 	case FlowRelease:
@@ -92,6 +89,9 @@ func (c *counter) Apply(tx *gorm.DB, op Op) error {
 	after.Spent += dSpent
 	if err := c.insertFlow(tx, op, before, after); err != nil {
 		return err
+	}
+	if op.Kind == FlowLock && before.Avail < op.Qty {
+		return fmt.Errorf("%w: %s %s has %d, order %s asks %d", c.short, c.typ, op.Key, before.Avail, op.OrderNo, op.Qty)
 	}
 	if err := c.move(tx, op.Key, guard, op.Qty, dAvail, dHeld, dSpent, op.Now); err != nil {
 		return fmt.Errorf("%w: %s %s, order %s, %s %d", err, c.typ, op.Key, op.OrderNo, op.Kind, op.Qty)

@@ -150,8 +150,12 @@ func TestScenarioRetryAfterTimeout(t *testing.T) {
 			defer wg.Done()
 			again, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerTimeout, "system:timeout")
 		}()
-		go func() { defer wg.Done(); b.drain(t, "w1") }()
+		var drainErr error
+		go func() { defer wg.Done(); _, drainErr = b.drainErr("w1") }()
 		wg.Wait()
+		if drainErr != nil {
+			t.Fatal(drainErr)
+		}
 		if err != nil || again.Won || again.Tasks != first.Tasks {
 			t.Fatalf("retried close = %+v, %v; want the same answer, not won", again, err)
 		}
@@ -225,43 +229,60 @@ func TestScenarioCancelVsPayment(t *testing.T) {
 
 // 4. The payment arrives after the release: holds are re-acquired, or the
 // order goes to REFUND_PENDING when they cannot be; never back to PENDING.
+// sku-2 is a flash-sale SKU whose release comes due only now, so duplicate
+// callbacks race a worker that is releasing it.
 func TestScenarioLatePaymentAfterRelease(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := b.shop(t)
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-2", 5, 60, "test"); return err })
 		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-1", cp)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.s.CloseOrder(b.ctx, "o-1", models.TriggerTimeout, "system:timeout"); err != nil {
 			t.Fatal(err)
 		}
-		b.drain(t, "w1")
-		// Duplicate callbacks race each other and a worker.
+		if got := b.drain(t, "w1"); got[models.OutcomeDone] != 6 {
+			t.Fatalf("first drain = %v, want all but the flash-sale SKU", got)
+		}
+		b.clock.Advance(time.Minute)
 		var wg sync.WaitGroup
 		res := make([]models.PayResult, 6)
-		errs := make([]error, 6)
+		errs := make([]error, 7)
 		for i := range res {
 			wg.Add(1)
 			go func() { defer wg.Done(); res[i], errs[i] = b.s.PayOrder(b.ctx, "o-1", "txn-late") }()
 		}
+		var raced map[string]int
 		wg.Add(1)
-		go func() { defer wg.Done(); b.drain(t, "w2") }()
+		go func() { defer wg.Done(); raced, errs[6] = b.drainErr("w2") }()
 		wg.Wait()
-		for i := range res {
-			if errs[i] != nil || res[i].Status != models.OrderPaid || !res[i].Late {
-				t.Fatalf("late pay %d = %+v, %v; want PAID late", i, res[i], errs[i])
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("goroutine %d: %v", i, err)
 			}
 		}
-		sku, _ := b.s.GetSKU(b.ctx, "sku-1")
-		if sku.Sold != 2 || sku.Available != 8 || sku.Locked != 0 {
-			t.Fatalf("sku-1 = %+v, want 2 sold after re-acquire", sku)
+		for i := range res {
+			if res[i].Status != models.OrderPaid || !res[i].Late {
+				t.Fatalf("late pay %d = %+v; want PAID late", i, res[i])
+			}
+		}
+		t.Logf("the racing worker saw %v", raced)
+		for sku, want := range map[string]models.SKU{"sku-1": {Available: 8, Sold: 2}, "sku-2": {Available: 4, Sold: 1}} {
+			got, _ := b.s.GetSKU(b.ctx, sku)
+			if got.Available != want.Available || got.Sold != want.Sold || got.Locked != 0 {
+				t.Fatalf("%s = %+v, want %d available %d sold", sku, got, want.Available, want.Sold)
+			}
 		}
 		c, _ := b.s.GetCoupon(b.ctx, cp)
 		if c.Status != models.CouponUsed {
 			t.Fatalf("coupon = %s, want USED", c.Status)
 		}
 		counts := b.flowCounts(t, "o-1")
+		// Whether the worker released sku-2 before the payment took it over
+		// decides its rows; everything else is fixed.
 		want := map[string]int{
-			"inventory/RELEASE/0": 2, "inventory/LOCK/1": 2, "inventory/DEDUCT/1": 2, "inventory/RELEASE/1": 0,
+			"inventory:sku-1/RELEASE/0": 1, "inventory:sku-1/LOCK/1": 1, "inventory:sku-1/DEDUCT/1": 1,
+			"inventory:sku-2/DEDUCT/1": 1, "inventory/RELEASE/1": 0,
 			"coupon/LOCK/1": 1, "coupon/DEDUCT/1": 1, "slot/LOCK/1": 1, "slot/DEDUCT/1": 1,
 			"balance/DEDUCT/1": 1, "points/DEDUCT/1": 1, "quota/DEDUCT/1": 1,
 		}
@@ -269,6 +290,9 @@ func TestScenarioLatePaymentAfterRelease(t *testing.T) {
 			if counts[k] != n {
 				t.Fatalf("ledger rows %s = %d, want %d (all: %v)", k, counts[k], n, counts)
 			}
+		}
+		if counts["inventory:sku-2/RELEASE/0"] != counts["inventory:sku-2/LOCK/1"] {
+			t.Fatalf("sku-2 released %d times but re-acquired %d times", counts["inventory:sku-2/RELEASE/0"], counts["inventory:sku-2/LOCK/1"])
 		}
 		b.assertReconciles(t)
 	})

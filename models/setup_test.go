@@ -74,19 +74,29 @@ func must(t testing.TB, fn func() error) {
 // drain claims and releases due tasks until none are due.
 func (b bundle) drain(t *testing.T, worker string) map[string]int {
 	t.Helper()
+	out, err := b.drainErr(worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// drainErr is drain for goroutines other than the test's, which must not
+// call t.Fatal.
+func (b bundle) drainErr(worker string) (map[string]int, error) {
 	out := map[string]int{}
 	for {
 		tasks, err := b.s.ClaimTasks(b.ctx, worker, 100, time.Minute)
 		if err != nil {
-			t.Fatal(err)
+			return out, err
 		}
 		if len(tasks) == 0 {
-			return out
+			return out, nil
 		}
 		for _, tk := range tasks {
 			r, err := b.s.ReleaseTask(b.ctx, tk, worker)
 			if err != nil {
-				t.Fatal(err)
+				return out, err
 			}
 			out[r.Outcome]++
 		}

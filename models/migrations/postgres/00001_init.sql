@@ -145,7 +145,8 @@ CREATE TABLE inventory_flows (
     spent_after   BIGINT NOT NULL,
     actor         TEXT    NOT NULL DEFAULT '',
     created_at    TIMESTAMPTZ NOT NULL,
-    UNIQUE (order_no, sku_id, type, epoch)
+    UNIQUE (order_no, sku_id, type, epoch),
+    CHECK ((type = 'ADJUST') = (order_no IS NULL))
 );
 CREATE INDEX inventory_flows_sku ON inventory_flows (sku_id, id);
 CREATE INDEX inventory_flows_created ON inventory_flows (created_at);
@@ -167,7 +168,8 @@ CREATE TABLE account_flows (
     spent_after   BIGINT NOT NULL,
     actor         TEXT    NOT NULL DEFAULT '',
     created_at    TIMESTAMPTZ NOT NULL,
-    UNIQUE (order_no, uid, asset, type, epoch)
+    UNIQUE (order_no, uid, asset, type, epoch),
+    CHECK ((type = 'ADJUST') = (order_no IS NULL))
 );
 CREATE INDEX account_flows_account ON account_flows (uid, asset, id);
 CREATE INDEX account_flows_created ON account_flows (created_at);
@@ -188,7 +190,8 @@ CREATE TABLE quota_flows (
     spent_after   BIGINT NOT NULL,
     actor         TEXT    NOT NULL DEFAULT '',
     created_at    TIMESTAMPTZ NOT NULL,
-    UNIQUE (order_no, activity_id, type, epoch)
+    UNIQUE (order_no, activity_id, type, epoch),
+    CHECK ((type = 'ADJUST') = (order_no IS NULL))
 );
 CREATE INDEX quota_flows_activity ON quota_flows (activity_id, id);
 CREATE INDEX quota_flows_created ON quota_flows (created_at);
@@ -208,7 +211,8 @@ CREATE TABLE coupon_flows (
     expire_after   TIMESTAMPTZ NOT NULL,
     actor          TEXT    NOT NULL DEFAULT '',
     created_at     TIMESTAMPTZ NOT NULL,
-    UNIQUE (coupon_id, order_no, type, epoch)
+    UNIQUE (coupon_id, order_no, type, epoch),
+    CHECK ((type = 'ADJUST') = (order_no IS NULL))
 );
 CREATE INDEX coupon_flows_coupon ON coupon_flows (coupon_id, id);
 CREATE INDEX coupon_flows_created ON coupon_flows (created_at);
@@ -224,7 +228,8 @@ CREATE TABLE slot_flows (
     status_after   TEXT    NOT NULL,
     actor          TEXT    NOT NULL DEFAULT '',
     created_at     TIMESTAMPTZ NOT NULL,
-    UNIQUE (order_no, slot_id, type, epoch)
+    UNIQUE (order_no, slot_id, type, epoch),
+    CHECK ((type = 'ADJUST') = (order_no IS NULL))
 );
 CREATE INDEX slot_flows_slot ON slot_flows (slot_id, id);
 CREATE INDEX slot_flows_created ON slot_flows (created_at);
