@@ -86,13 +86,15 @@ var commonText = text{
 	"code.LATE_PAYMENT": {"迟到支付", "LATE_PAYMENT"},
 	"code.SETUP":        {"初始化/调整", "SETUP"},
 
-	"code.LOCKED_SHORT":    {"锁定量不足", "LOCKED_SHORT"},
-	"code.STATE_MISMATCH":  {"状态不符", "STATE_MISMATCH"},
-	"code.NOT_FOUND":       {"不存在", "NOT_FOUND"},
-	"code.DB_BUSY":         {"数据库繁忙", "DB_BUSY"},
-	"code.CONNECTION":      {"连接中断", "CONNECTION"},
-	"code.UNKNOWN":         {"未知错误", "UNKNOWN"},
-	"code.RETRY_EXHAUSTED": {"重试耗尽", "RETRY_EXHAUSTED"},
+	// Error classes; TIMEOUT as a class is not the TIMEOUT close trigger.
+	"class.TIMEOUT":         {"超时", "TIMEOUT"},
+	"class.LOCKED_SHORT":    {"锁定量不足", "LOCKED_SHORT"},
+	"class.STATE_MISMATCH":  {"状态不符", "STATE_MISMATCH"},
+	"class.NOT_FOUND":       {"资源不存在", "NOT_FOUND"},
+	"class.DB_BUSY":         {"数据库繁忙", "DB_BUSY"},
+	"class.CONNECTION":      {"连接中断", "CONNECTION"},
+	"class.UNKNOWN":         {"未知错误", "UNKNOWN"},
+	"class.RETRY_EXHAUSTED": {"重试耗尽", "RETRY_EXHAUSTED"},
 
 	"code.UNUSED":  {"未使用", "UNUSED"},
 	"code.LOCKED":  {"已锁定", "LOCKED"},
@@ -121,4 +123,5 @@ var commonText = text{
 	"code.NOTHING_TO_RERUN":     {"没有可重跑的任务", "NOTHING_TO_RERUN"},
 	"code.STOCK_CONFLICT":       {"调整会低于已占用量", "STOCK_CONFLICT"},
 	"code.INTERNAL":             {"内部错误", "INTERNAL"},
+	"code.NOT_FOUND":            {"不存在", "NOT_FOUND"},
 }

@@ -70,6 +70,14 @@ func (p Page) Code(code string) string {
 	return code
 }
 
+// Class translates a release error class.
+func (p Page) Class(class string) string {
+	if _, ok := catalog["class."+class]; ok {
+		return p.T("class." + class)
+	}
+	return p.Code(class)
+}
+
 // Time shows t in the viewer's time zone.
 func (p Page) Time(t time.Time) string {
 	if t.IsZero() {

@@ -1,23 +1,398 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
+
+	"unhold/models"
+	"unhold/views"
 )
 
+// ordersList is GET /orders: search by order number, user, status and
+// creation date, newest or oldest first, one keyset page at a time.
 func (s *server) ordersList(c *echo.Context) error {
-	return echo.NewHTTPError(http.StatusNotImplemented, "not built yet")
+	p := s.page(c, "orders.title", "orders")
+	f, q, err := parseOrdersQuery(c, p.Loc)
+	if err != nil {
+		return err
+	}
+	page, err := s.store.ListOrders(c.Request().Context(), q)
+	if err != nil {
+		return err
+	}
+	v := views.OrdersList{Filter: f, Rows: make([]views.OrderRow, 0, len(page.Orders))}
+	for _, st := range models.OrderStatuses {
+		v.Statuses = append(v.Statuses, string(st))
+	}
+	for _, o := range page.Orders {
+		v.Rows = append(v.Rows, views.OrderRow{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status),
+			CloseReason: o.CloseReason, LatePaid: o.LatePaid, Created: o.CreatedAt, PayDeadline: o.PayDeadline,
+			Paid: o.PaidAt, Closed: o.ClosedAt})
+	}
+	if page.Next.ID != 0 {
+		v.NextURL = f.URL(page.Next.String())
+	}
+	if q.After.ID != 0 {
+		v.FirstURL = f.URL("")
+	}
+	return render(c, http.StatusOK, views.OrdersPage(p, v))
 }
 
+// trimPastedInput removes what a copy and paste brings around a number: spaces
+// (full-width ones too), tabs, line breaks and zero-width characters.
+func trimPastedInput(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool {
+		return unicode.IsSpace(r) || r == '\u200b' || r == '\u200c' || r == '\u200d' || r == '\ufeff'
+	})
+}
+
+// parseOrdersQuery reads the list's filters; a bad one is a 400 that says
+// what it should look like. Dates are days in the viewer's time zone, both
+// ends included.
+func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, models.OrderQuery, error) {
+	f := views.OrdersFilter{
+		No:     trimPastedInput(c.QueryParam("no")),
+		User:   trimPastedInput(c.QueryParam("user")),
+		Status: strings.TrimSpace(c.QueryParam("status")),
+		From:   strings.TrimSpace(c.QueryParam("from")),
+		To:     strings.TrimSpace(c.QueryParam("to")),
+		Sort:   c.QueryParam("sort"),
+	}
+	q := models.OrderQuery{OrderNo: f.No, UserID: f.User, Limit: models.DefaultPageSize}
+	if f.No != "" && !models.ValidOrderNo(f.No) {
+		return f, q, fmt.Errorf("%w: order number %q: use 1-40 letters, digits, '-' or '_'", models.ErrInvalid, f.No)
+	}
+	if f.User != "" && !models.ValidKey(f.User) {
+		return f, q, fmt.Errorf("%w: user %q: use 1-64 letters, digits or -_.:", models.ErrInvalid, f.User)
+	}
+	if f.Status != "" {
+		st, err := models.ParseOrderStatus(f.Status)
+		if err != nil {
+			return f, q, err
+		}
+		q.Status = st
+	}
+	day := func(name, v string) (time.Time, error) {
+		if v == "" {
+			return time.Time{}, nil
+		}
+		t, err := time.ParseInLocation("2006-01-02", v, loc)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
+		}
+		return t, nil
+	}
+	var err error
+	if q.From, err = day("from", f.From); err != nil {
+		return f, q, err
+	}
+	to, err := day("to", f.To)
+	if err != nil {
+		return f, q, err
+	}
+	if !to.IsZero() {
+		q.To = to.AddDate(0, 0, 1)
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
+		return f, q, fmt.Errorf("%w: from %s is after to %s", models.ErrInvalid, f.From, f.To)
+	}
+	switch f.Sort {
+	case "", "new":
+		f.Sort = ""
+	case "old":
+		q.Oldest = true
+	default:
+		return f, q, fmt.Errorf("%w: sort must be new or old, not %q", models.ErrInvalid, f.Sort)
+	}
+	if q.After, err = models.ParseCursor(c.QueryParam("after")); err != nil {
+		return f, q, err
+	}
+	return f, q, nil
+}
+
+// orderNotFound answers a request about an order that does not exist with a
+// 404 page that says so; any other error goes to the error page.
+func (s *server) orderNotFound(c *echo.Context, no string, err error) error {
+	if !errors.Is(err, models.ErrNotFound) {
+		return err
+	}
+	return render(c, http.StatusNotFound, views.OrderNotFound(s.page(c, "orders.notfound.title", "orders"), no))
+}
+
+// orderChain is GET /orders/:order_no: the five questions per resource the
+// order held, the Rerun buttons, and one timeline of everything.
 func (s *server) orderChain(c *echo.Context) error {
-	return echo.NewHTTPError(http.StatusNotImplemented, "not built yet")
+	no, err := orderNoParam(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	ch, err := s.store.OrderChain(ctx, no)
+	if err != nil {
+		return s.orderNotFound(c, no, err)
+	}
+	keys := make([]models.ResourceKey, 0, len(ch.Holds))
+	for _, h := range ch.Holds {
+		keys = append(keys, models.ResourceKey{Type: h.ResourceType, Key: h.BizKey})
+	}
+	diffs, err := s.store.ReconcileKeys(ctx, keys)
+	if err != nil {
+		return err
+	}
+	v := chainView(ch, diffs)
+	v.Print = c.QueryParam("print") != ""
+	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 
+// resourceTypeRank orders resource types as models.ResourceTypes lists them.
+func resourceTypeRank(t models.ResourceType) int {
+	for i, rt := range models.ResourceTypes {
+		if rt == t {
+			return i
+		}
+	}
+	return len(models.ResourceTypes)
+}
+
+// rerunnableStatus tells the task statuses a rerun makes due again.
+func rerunnableStatus(st models.TaskStatus) bool {
+	return st == models.TaskRetry || st == models.TaskManual
+}
+
+// chainView maps an order's chain and its keys' reconciliation to the page.
+func chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
+	o := ch.Order
+	v := views.ChainView{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status), CloseReason: o.CloseReason,
+		ChannelTxnID: o.ChannelTxnID, Note: o.Note, LatePaid: o.LatePaid, Created: o.CreatedAt,
+		PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt}
+	type key struct {
+		t models.ResourceType
+		k string
+	}
+	tasks := map[key]*models.ChainTask{}
+	rerunCount := map[models.ResourceType]int{}
+	for i := range ch.Tasks {
+		t := &ch.Tasks[i]
+		tasks[key{t.ResourceType, t.BizKey}] = t
+		if rerunnableStatus(t.Status) {
+			rerunCount[t.ResourceType]++
+		}
+	}
+	releases := map[key][]views.ChainRelease{}
+	for _, f := range ch.Flows {
+		if f.Type == models.FlowRelease {
+			k := key{f.ResourceType, f.BizKey}
+			releases[k] = append(releases[k], views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty,
+				Trigger: string(f.Trigger), Actor: f.Actor, At: f.CreatedAt})
+		}
+	}
+	diffsOf := map[key][]views.ChainDiff{}
+	for _, d := range diffs {
+		k := key{d.Resource, d.Key}
+		diffsOf[k] = append(diffsOf[k], views.ChainDiff{Check: d.Check, Expected: d.Expected, Actual: d.Actual})
+	}
+	holds := append([]models.Hold{}, ch.Holds...)
+	sort.SliceStable(holds, func(i, j int) bool {
+		if a, b := resourceTypeRank(holds[i].ResourceType), resourceTypeRank(holds[j].ResourceType); a != b {
+			return a < b
+		}
+		return holds[i].BizKey < holds[j].BizKey
+	})
+	for _, h := range holds {
+		k := key{h.ResourceType, h.BizKey}
+		r := views.ChainResource{Type: string(h.ResourceType), Key: h.BizKey, Held: h.Qty, Released: h.Released,
+			Deducted: h.Deducted, Releases: releases[k], Diffs: diffsOf[k]}
+		if t := tasks[k]; t != nil {
+			r.Task, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), t.ID, string(t.ErrorClass), t.LastError
+			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason
+			for _, a := range t.AttemptLog {
+				if a.Outcome == models.OutcomeDuplicate {
+					r.Duplicates++
+				}
+			}
+		}
+		v.Resources = append(v.Resources, r)
+	}
+	for _, t := range models.ResourceTypes {
+		if n := rerunCount[t]; n > 0 {
+			v.Reruns = append(v.Reruns, views.ChainRerun{Type: string(t), Tasks: n})
+		}
+	}
+	v.Timeline = chainTimeline(ch)
+	return v
+}
+
+// chainTimeline merges the order's status changes, every ledger row, every
+// task attempt and every audit entry into one list in time order; at the
+// same instant a status change comes first, then ledger rows, attempts and
+// audit entries, each in id order.
+func chainTimeline(ch *models.Chain) []views.ChainEvent {
+	o := ch.Order
+	type ranked struct {
+		e    views.ChainEvent
+		rank int
+		id   int64
+	}
+	var evs []ranked
+	add := func(rank int, id int64, e views.ChainEvent) { evs = append(evs, ranked{e, rank, id}) }
+	add(0, 0, views.ChainEvent{At: o.CreatedAt, Kind: views.EventStatus, Code: "created", Actor: "user:" + o.UserID})
+	if o.ClosedAt != nil {
+		add(0, 1, views.ChainEvent{At: *o.ClosedAt, Kind: views.EventStatus, Code: "closed", Trigger: o.CloseReason})
+	}
+	if o.PaidAt != nil {
+		code := "paid"
+		switch {
+		case o.Status == models.OrderRefundPending:
+			code = "refund_pending"
+		case o.LatePaid:
+			code = "late_paid"
+		}
+		e := views.ChainEvent{At: *o.PaidAt, Kind: views.EventStatus, Code: code, Detail: o.ChannelTxnID, Actor: "channel"}
+		if code == "refund_pending" {
+			e.Note = o.Note
+		}
+		add(0, 2, e)
+	}
+	for _, f := range ch.Flows {
+		counter := f.StatusBefore == "" && f.StatusAfter == ""
+		add(1, f.ID, views.ChainEvent{At: f.CreatedAt, Kind: views.EventFlow, Code: string(f.Type),
+			Resource: string(f.ResourceType), Key: f.BizKey, Ref: fmt.Sprintf("#%d", f.ID), Trigger: string(f.Trigger),
+			Actor: f.Actor, Qty: f.Qty, Epoch: f.Epoch, Counter: counter,
+			AvailBefore: f.AvailBefore, AvailAfter: f.AvailAfter, HeldBefore: f.HeldBefore, HeldAfter: f.HeldAfter,
+			SpentBefore: f.SpentBefore, SpentAfter: f.SpentAfter, StatusBefore: f.StatusBefore, StatusAfter: f.StatusAfter})
+	}
+	for _, t := range ch.Tasks {
+		for _, a := range t.AttemptLog {
+			add(2, a.ID, views.ChainEvent{At: a.FinishedAt, Kind: views.EventAttempt, Code: a.Outcome,
+				Resource: string(a.ResourceType), Key: t.BizKey, Ref: fmt.Sprintf("#%d", a.ID), Actor: "worker:" + a.Worker,
+				Class: string(a.ErrorClass), Error: a.Error, Note: a.Note})
+		}
+	}
+	for _, a := range ch.Audit {
+		res := a.Target
+		if i := strings.LastIndex(res, "/"); i >= 0 {
+			res = res[i+1:]
+		}
+		add(3, a.ID, views.ChainEvent{At: a.CreatedAt, Kind: views.EventAudit, Code: a.Action, Resource: res,
+			Ref: fmt.Sprintf("#%d", a.ID), Actor: a.Actor, Outcome: a.Outcome, Reason: a.Reason, Detail: a.Detail})
+	}
+	sort.SliceStable(evs, func(i, j int) bool {
+		a, b := evs[i], evs[j]
+		if !a.e.At.Equal(b.e.At) {
+			return a.e.At.Before(b.e.At)
+		}
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.id < b.id
+	})
+	out := make([]views.ChainEvent, len(evs))
+	for i, r := range evs {
+		out[i] = r.e
+	}
+	return out
+}
+
+// rerunTarget reads the order number and resource type of a rerun route.
+func rerunTarget(c *echo.Context) (string, models.ResourceType, error) {
+	no, err := orderNoParam(c)
+	if err != nil {
+		return "", "", err
+	}
+	typ, err := models.ParseResourceType(c.Param("type"))
+	if err != nil {
+		return "", "", err
+	}
+	return no, typ, nil
+}
+
+// rerunPreview is GET /orders/:order_no/resources/:type/rerun: before
+// anything changes, what the rerun would make due and whether the ledger
+// would stop it; 409 when there is nothing to rerun.
 func (s *server) rerunPreview(c *echo.Context) error {
-	return echo.NewHTTPError(http.StatusNotImplemented, "not built yet")
+	no, typ, err := rerunTarget(c)
+	if err != nil {
+		return err
+	}
+	ch, err := s.store.OrderChain(c.Request().Context(), no)
+	if err != nil {
+		return s.orderNotFound(c, no, err)
+	}
+	v := views.RerunPreview{No: no, Type: string(typ), MaxLen: maxReasonLen}
+	for _, t := range ch.Tasks {
+		if t.ResourceType != typ || !rerunnableStatus(t.Status) {
+			continue
+		}
+		rt := views.RerunTask{ID: t.ID, Key: t.BizKey, Qty: t.Qty, Status: string(t.Status), Class: string(t.ErrorClass),
+			LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures, NextAt: t.NextAt,
+			RerunBy: t.RerunBy, RerunReason: t.RerunReason}
+		// The worker releases in epoch 0: a RELEASE row there is what its
+		// ledger insert would collide with.
+		for _, f := range ch.Flows {
+			if f.ResourceType == typ && f.BizKey == t.BizKey && f.Type == models.FlowRelease && f.Epoch == 0 {
+				rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
+					Actor: f.Actor, At: f.CreatedAt}
+			}
+		}
+		v.Tasks = append(v.Tasks, rt)
+	}
+	status := http.StatusOK
+	if len(v.Tasks) == 0 {
+		status = http.StatusConflict
+	}
+	return render(c, status, views.RerunPreviewPage(s.page(c, "orders.rerun.title", "orders"), v))
 }
 
+// maxRerunFormBytes bounds a dashboard form body; a reason is at most 500 characters.
+const maxRerunFormBytes = 64 << 10
+
+// rerunSubmit is POST /orders/:order_no/resources/:type/rerun. It only
+// parses and checks the input and maps the answer: models.Rerun does the
+// compare-and-set, so a double click or a race finds nothing to rerun.
 func (s *server) rerunSubmit(c *echo.Context) error {
-	return echo.NewHTTPError(http.StatusNotImplemented, "not built yet")
+	no, typ, err := rerunTarget(c)
+	if err != nil {
+		return err
+	}
+	r := c.Request()
+	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxRerunFormBytes)
+	reason := strings.TrimSpace(c.FormValue("reason"))
+	ctx := r.Context()
+	t := views.Page{Lang: viewerLang(c)}
+	chain := views.OrderURL(no)
+	if reason == "" || utf8.RuneCountInString(reason) > maxReasonLen {
+		if _, err := s.store.FindOrder(ctx, no); err != nil {
+			return s.orderNotFound(c, no, err)
+		}
+		msg := t.T("orders.flash.reason_required")
+		if reason != "" {
+			msg = t.Tf("orders.flash.reason_long", maxReasonLen)
+		}
+		return redirectWithFlash(c, views.RerunURL(no, string(typ)), false, msg)
+	}
+	n, err := s.store.Rerun(ctx, no, typ, "ops:"+c.RealIP(), reason)
+	switch {
+	case errors.Is(err, models.ErrNothingToRerun):
+		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.nothing", t.Code(string(typ))))
+	case err != nil:
+		return s.orderNotFound(c, no, err)
+	}
+	s.wakeWorker()
+	return redirectWithFlash(c, chain, true, t.Tf("orders.flash.done", n))
+}
+
+// viewerLang is the viewer's language, for a message made before a redirect.
+func viewerLang(c *echo.Context) views.Lang {
+	if ck, err := c.Request().Cookie(cookieLang); err == nil {
+		return views.ParseLang(ck.Value)
+	}
+	return views.LangZH
 }

@@ -34,6 +34,7 @@ type server struct {
 	wake  func()
 	loc   *time.Location
 	zones zoneCache
+	diffs diffCount
 }
 
 // New builds the echo server with every route in routes.go.

@@ -15,7 +15,7 @@ import (
 func TestBigShopIsConsistent(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "big.db")
-	if err := modelstest.BuildBigShop(path, 20000, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)); err != nil {
+	if err := modelstest.BuildBigShop(path, 5000, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)); err != nil {
 		t.Fatal(err)
 	}
 	s, err := models.Open(context.Background(), path, models.Options{})

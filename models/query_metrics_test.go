@@ -1,0 +1,100 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"unhold/models"
+)
+
+// ReleaseHealth counts due tasks, failures by type and class per window,
+// and buckets releases by minute, on both engines alike.
+func TestReleaseHealth(t *testing.T) {
+	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			opt := models.Options{Faults: func(point string, tk *models.ReleaseTask) error {
+				if point == models.FaultAfterLedger && tk.OrderNo == "o-002" && tk.ResourceType == models.ResQuota {
+					return &models.TransientError{Class: models.ClassDBBusy, Err: errors.New("database is locked")}
+				}
+				return nil
+			}}
+			b := setup(t, d, opt)
+			// The clock starts on the hour plus 30 s, so minute buckets are exact.
+			b.clock.Advance(30 * time.Second)
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
+			must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-1", 1000, "test"); return err })
+			h, err := b.s.ReleaseHealth(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.DueBacklog != 0 || !h.OldestDue.IsZero() || h.LastDay.Success+h.LastDay.Failures != 0 || len(h.Minutes) != models.ChartMinutes {
+				t.Fatalf("empty shop health = %+v", h)
+			}
+			if _, ok := h.LastDay.SuccessRate(); ok {
+				t.Fatal("a success rate without attempts")
+			}
+			// Two hours ago: o-000 (inventory + quota) released.
+			b.closedOrders(t, 0, 1)
+			b.drain(t, "w1")
+			b.clock.Advance(2 * time.Hour)
+			// Now: o-001 inventory DONE, o-002 inventory DONE and quota RETRY
+			// (DB_BUSY, due again a second later), o-003 left due.
+			b.closedOrders(t, 1, 2)
+			b.drain(t, "w1")
+			closedAt := b.clock.Now()
+			b.closedOrders(t, 3, 1)
+			b.clock.Advance(11 * time.Minute)
+
+			h, err = b.s.ReleaseHealth(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.DueBacklog != 2 || !h.OldestDue.Equal(closedAt) || h.OldestDueAge() != 11*time.Minute {
+				t.Errorf("due = %d, oldest %s (%s); want 2, %s", h.DueBacklog, h.OldestDue, h.OldestDueAge(), closedAt)
+			}
+			if h.Retry != 1 || h.Manual != 0 {
+				t.Errorf("retry %d, manual %d; want 1, 0", h.Retry, h.Manual)
+			}
+			if h.LastHour.Success != 2 || h.LastHour.Failures != 1 || h.LastDay.Success != 4 || h.LastDay.Failures != 1 {
+				t.Errorf("hour %d/%d, day %d/%d; want 2/1, 4/1", h.LastHour.Success, h.LastHour.Failures, h.LastDay.Success, h.LastDay.Failures)
+			}
+			if rate, ok := h.LastDay.SuccessRate(); !ok || rate != 0.8 {
+				t.Errorf("day success rate = %v, %v; want 0.8", rate, ok)
+			}
+			inv, quota := h.LastHour.ByType[0], h.LastHour.ByType[4]
+			if inv.Type != models.ResInventory || inv.Success != 2 || inv.Failures != 0 ||
+				quota.Type != models.ResQuota || quota.Success != 0 || quota.Failures != 1 {
+				t.Errorf("hour by type = %+v", h.LastHour.ByType)
+			}
+			if len(h.LastHour.ByClass) != 1 || h.LastHour.ByClass[0] != (models.ClassStats{Class: models.ClassDBBusy, Failures: 1}) {
+				t.Errorf("hour by class = %+v", h.LastHour.ByClass)
+			}
+			// The minute chart: two releases and one failure 11 minutes ago;
+			// the releases of two hours ago 131 minutes back.
+			last := len(h.Minutes) - 1
+			if !h.Minutes[last].At.Equal(b.clock.Now().Truncate(time.Minute)) {
+				t.Fatalf("last bucket at %s, now %s", h.Minutes[last].At, b.clock.Now())
+			}
+			for i, m := range h.Minutes {
+				want := models.MinuteCount{At: m.At}
+				switch last - i {
+				case 11:
+					want.Released, want.Failed = 2, 1
+				case 131:
+					want.Released = 2
+				}
+				if m != want {
+					t.Errorf("minute %d (%s) = %+v, want %+v", i, m.At, m, want)
+				}
+			}
+			// A day later everything has left both windows.
+			b.clock.Advance(24 * time.Hour)
+			h, _ = b.s.ReleaseHealth(b.ctx)
+			if h.LastDay.Success+h.LastDay.Failures != 0 {
+				t.Errorf("a day later: %+v", h.LastDay)
+			}
+		})
+	}
+}

@@ -1,0 +1,321 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ParseOrderStatus accepts an order status as stored.
+func ParseOrderStatus(s string) (OrderStatus, error) {
+	switch st := OrderStatus(s); st {
+	case OrderPending, OrderPaid, OrderClosed, OrderRefundPending:
+		return st, nil
+	}
+	return "", fmt.Errorf("%w: unknown order status %q", ErrInvalid, s)
+}
+
+// OrderStatuses lists every order status in the order an order moves through them.
+var OrderStatuses = []OrderStatus{OrderPending, OrderPaid, OrderClosed, OrderRefundPending}
+
+// OrderQuery is one search of the orders list. Each filter is backed by an
+// index: order_no (unique), (user_id, created_at), (status, created_at, id)
+// and (created_at); the page is a keyset after After in (created_at, id).
+type OrderQuery struct {
+	OrderNo string
+	UserID  string
+	Status  OrderStatus
+	// From and To bound created_at to [From, To); a zero time leaves that side open.
+	From, To time.Time
+	// Oldest lists the oldest first; the newest come first otherwise.
+	Oldest bool
+	After  Cursor
+	Limit  int
+}
+
+// OrderPage is one page of orders and where the next one starts; Next is
+// the zero Cursor on the last page.
+type OrderPage struct {
+	Orders []Order
+	Next   Cursor
+}
+
+// DefaultPageSize is how many rows a dashboard list shows at once.
+const DefaultPageSize = 50
+
+// ListOrders reads one page of orders. The keyset condition is written as
+// a range on created_at plus a tie-break on id, so both engines seek into
+// the created_at index instead of scanning to the cursor.
+func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > 500 {
+		limit = DefaultPageSize
+	}
+	db := s.R.WithContext(ctx).Model(&Order{})
+	if q.OrderNo != "" {
+		db = db.Where("order_no = ?", q.OrderNo)
+	}
+	if q.UserID != "" {
+		db = db.Where("user_id = ?", q.UserID)
+	}
+	if q.Status != "" {
+		db = db.Where("status = ?", q.Status)
+	}
+	if !q.From.IsZero() {
+		db = db.Where("created_at >= ?", q.From.UTC())
+	}
+	if !q.To.IsZero() {
+		db = db.Where("created_at < ?", q.To.UTC())
+	}
+	dir := "DESC"
+	if q.Oldest {
+		dir = "ASC"
+	}
+	if q.After.ID != 0 {
+		at := q.After.At.UTC()
+		if q.Oldest {
+			db = db.Where("created_at >= ? AND (created_at > ? OR id > ?)", at, at, q.After.ID)
+		} else {
+			db = db.Where("created_at <= ? AND (created_at < ? OR id < ?)", at, at, q.After.ID)
+		}
+	}
+	var rows []Order
+	if err := db.Order("created_at " + dir + ", id " + dir).Limit(limit + 1).Find(&rows).Error; err != nil {
+		return OrderPage{}, fmt.Errorf("list orders: %w", err)
+	}
+	page := OrderPage{Orders: rows}
+	if len(rows) > limit {
+		page.Orders = rows[:limit]
+		last := rows[limit-1]
+		page.Next = Cursor{At: last.CreatedAt, ID: last.ID}
+	}
+	return page, nil
+}
+
+// FindOrder reads one order by its number.
+func (s *Store) FindOrder(ctx context.Context, orderNo string) (*Order, error) {
+	var o Order
+	err := s.R.WithContext(ctx).Where("order_no = ?", orderNo).Take(&o).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("%w: order %s", ErrNotFound, orderNo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read order %s: %w", orderNo, err)
+	}
+	return &o, nil
+}
+
+// ResourceKey names one resource: a SKU, a coupon, a user's balance or
+// points, an activity, a slot.
+type ResourceKey struct {
+	Type ResourceType
+	Key  string
+}
+
+// keyTotals is what PENDING orders or unfinished tasks say one key holds:
+// the outstanding quantity, and the number of rows behind it.
+type keyTotals struct {
+	Q, N int64
+}
+
+// ReconcileKeys is Reconcile for just the given keys: the same checks,
+// the same diffs, but reading only those keys' rows, so the order chain can
+// ask whether each resource it held reconciles now without reconciling a
+// whole big shop. Diffs come sorted by resource, key and check.
+func (s *Store) ReconcileKeys(ctx context.Context, keys []ResourceKey) ([]Diff, error) {
+	byType := map[ResourceType][]string{}
+	seen := map[ResourceKey]bool{}
+	for _, k := range keys {
+		if _, ok := s.resources[k.Type]; !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		byType[k.Type] = append(byType[k.Type], k.Key)
+	}
+	if len(byType) == 0 {
+		return nil, nil
+	}
+	types := make([]ResourceType, 0, len(byType))
+	var all []string
+	for t, ks := range byType {
+		types = append(types, t)
+		all = append(all, ks...)
+	}
+	db := s.R.WithContext(ctx)
+	pending, tasks, err := s.expectedHeld(db, types, all)
+	if err != nil {
+		return nil, err
+	}
+	var diffs []Diff
+	for _, t := range types {
+		var d []Diff
+		switch r := s.resources[t].(type) {
+		case *counter:
+			d, err = r.reconcileKeys(db, byType[t], pending, tasks)
+		case *couponResource:
+			d, err = reconcileSingleKeys(db, t, byType[t], pending, tasks,
+				"SELECT CAST(id AS TEXT) AS k, status FROM user_coupons WHERE id IN ?", string(CouponLocked), couponIDs)
+		case *slotResource:
+			d, err = reconcileSingleKeys(db, t, byType[t], pending, tasks,
+				"SELECT slot_id AS k, status FROM slot_holds WHERE slot_id IN ?", string(SlotHeld), asAny)
+		default:
+			err = fmt.Errorf("reconcile %s: no per-key check", t)
+		}
+		if err != nil {
+			return nil, err
+		}
+		diffs = append(diffs, d...)
+	}
+	sort.Slice(diffs, func(i, j int) bool {
+		a, b := diffs[i], diffs[j]
+		if a.Resource != b.Resource {
+			return a.Resource < b.Resource
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Check < b.Check
+	})
+	return diffs, nil
+}
+
+// expectedHeld reads, for the given keys, what PENDING orders hold and what
+// unfinished release tasks will give back. The PENDING side starts from the
+// orders (few: only those inside their pay window) and looks their holds up
+// by the unique key, never from a popular key's whole history; on SQLite a
+// CROSS JOIN keeps that order. The task side reads release_tasks by
+// (resource_type, biz_key, status).
+func (s *Store) expectedHeld(db *gorm.DB, types []ResourceType, keys []string) (pending, tasks map[ResourceKey]keyTotals, err error) {
+	join := "JOIN"
+	if s.Dialect == SQLite {
+		join = "CROSS JOIN"
+	}
+	type row struct {
+		ResourceType ResourceType
+		BizKey       string
+		Q, N         int64
+	}
+	var prow, trow []row
+	err = db.Raw(`SELECT h.resource_type, h.biz_key, SUM(h.qty - h.released - h.deducted) AS q, COUNT(*) AS n
+		FROM orders o `+join+` order_holds h ON h.order_no = o.order_no
+		WHERE o.status = 'PENDING' AND h.resource_type IN ? AND h.biz_key IN ?
+		GROUP BY h.resource_type, h.biz_key`, types, keys).Scan(&prow).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("reconcile keys: pending holds: %w", err)
+	}
+	err = db.Raw(`SELECT resource_type, biz_key, SUM(qty) AS q, COUNT(*) AS n FROM release_tasks
+		WHERE resource_type IN ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')
+		GROUP BY resource_type, biz_key`, types, keys).Scan(&trow).Error
+	if err != nil {
+		return nil, nil, fmt.Errorf("reconcile keys: unfinished tasks: %w", err)
+	}
+	pending, tasks = map[ResourceKey]keyTotals{}, map[ResourceKey]keyTotals{}
+	for _, r := range prow {
+		pending[ResourceKey{r.ResourceType, r.BizKey}] = keyTotals{r.Q, r.N}
+	}
+	for _, r := range trow {
+		tasks[ResourceKey{r.ResourceType, r.BizKey}] = keyTotals{r.Q, r.N}
+	}
+	return pending, tasks, nil
+}
+
+// reconcileKeys is counter.Reconcile for some keys. A key without a row
+// has no diff, as in Reconcile. The ADJUST sum reads the ledger's unique
+// key (order_no, key, type, ...): adjustments never name an order, so
+// "order_no IS NULL" finds them without reading the key's order rows.
+func (c *counter) reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[ResourceKey]keyTotals) ([]Diff, error) {
+	type row struct {
+		K           string
+		Held, Total int64
+	}
+	fixed, args := "", []any{keys}
+	if c.fixedCol != "" {
+		fixed = " AND " + c.fixedCol + " = ?"
+		args = append(args, c.fixedVal)
+	}
+	var rows []row
+	err := db.Raw(fmt.Sprintf("SELECT %[1]s AS k, %[2]s AS held, %[3]s + %[2]s + %[4]s AS total FROM %[5]s WHERE %[1]s IN ?%[6]s",
+		c.key, c.held, c.avail, c.spent, c.table, fixed), args...).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s keys: %w", c.typ, err)
+	}
+	var sums []struct {
+		K string
+		Q int64
+	}
+	err = db.Raw(fmt.Sprintf("SELECT %[1]s AS k, SUM(qty) AS q FROM %[2]s WHERE order_no IS NULL AND %[1]s IN ?%[3]s AND type = 'ADJUST' GROUP BY %[1]s",
+		c.key, c.ledger, fixed), args...).Scan(&sums).Error
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s keys: ledger: %w", c.typ, err)
+	}
+	adjusted := map[string]int64{}
+	for _, s := range sums {
+		adjusted[s.K] = s.Q
+	}
+	var diffs []Diff
+	for _, r := range rows {
+		k := ResourceKey{c.typ, r.K}
+		if want := pending[k].Q + tasks[k].Q; r.Held != want {
+			diffs = append(diffs, Diff{Resource: c.typ, Key: r.K, Check: CheckHeld, Expected: want, Actual: r.Held})
+		}
+		if r.Total != adjusted[r.K] {
+			diffs = append(diffs, Diff{Resource: c.typ, Key: r.K, Check: CheckConservation, Expected: adjusted[r.K], Actual: r.Total})
+		}
+	}
+	return diffs, nil
+}
+
+// reconcileSingleKeys is reconcileSingles for some keys: a key is held
+// (1) when its row is in heldStatus, and should be held as many times as
+// PENDING orders and unfinished tasks name it.
+func reconcileSingleKeys(db *gorm.DB, t ResourceType, keys []string, pending, tasks map[ResourceKey]keyTotals,
+	query, heldStatus string, arg func([]string) []any) ([]Diff, error) {
+	var rows []struct {
+		K      string
+		Status string
+	}
+	if ids := arg(keys); len(ids) > 0 {
+		if err := db.Raw(query, ids).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("reconcile %s keys: %w", t, err)
+		}
+	}
+	held := map[string]int64{}
+	for _, r := range rows {
+		if r.Status == heldStatus {
+			held[r.K] = 1
+		}
+	}
+	var diffs []Diff
+	for _, key := range keys {
+		k := ResourceKey{t, key}
+		if want := pending[k].N + tasks[k].N; held[key] != want {
+			diffs = append(diffs, Diff{Resource: t, Key: key, Check: CheckHeld, Expected: want, Actual: held[key]})
+		}
+	}
+	return diffs, nil
+}
+
+// couponIDs turns coupon keys into ids; a key that is not a number names
+// no coupon.
+func couponIDs(keys []string) []any {
+	var ids []any
+	for _, k := range keys {
+		if id, err := strconv.ParseInt(k, 10, 64); err == nil {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+func asAny(keys []string) []any {
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}

@@ -1,0 +1,385 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ParseErrorClass accepts a release failure class as stored.
+func ParseErrorClass(s string) (ErrorClass, error) {
+	switch c := ErrorClass(s); c {
+	case ClassLockedShort, ClassStateMismatch, ClassNotFound, ClassTimeout, ClassDBBusy,
+		ClassConnection, ClassUnknown, ClassRetryExhausted:
+		return c, nil
+	}
+	return "", fmt.Errorf("%w: unknown error class %q", ErrInvalid, s)
+}
+
+// ErrorClasses lists every failure class, permanent ones first.
+var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound,
+	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassRetryExhausted}
+
+// TaskStatuses lists every task status.
+var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
+
+// TaskFilter selects release tasks for the task list and the bulk rerun. A
+// zero field does not filter.
+type TaskFilter struct {
+	Statuses []TaskStatus
+	Type     ResourceType
+	Class    ErrorClass
+	// OlderMin keeps tasks created at least this many minutes ago.
+	OlderMin int
+	OrderNo  string
+	// Due keeps PENDING and RETRY tasks whose next_at has come.
+	Due bool
+}
+
+// MaxOlderMin bounds the age filter (ten years), so it never overflows a time.
+const MaxOlderMin = 10 * 365 * 24 * 60
+
+// Validate refuses a filter no list could mean.
+func (f TaskFilter) Validate() error {
+	for _, st := range f.Statuses {
+		if _, err := ParseTaskStatus(string(st)); err != nil {
+			return err
+		}
+	}
+	if f.Type != "" {
+		if _, err := ParseResourceType(string(f.Type)); err != nil {
+			return err
+		}
+	}
+	if f.Class != "" {
+		if _, err := ParseErrorClass(string(f.Class)); err != nil {
+			return err
+		}
+	}
+	if f.OlderMin < 0 || f.OlderMin > MaxOlderMin {
+		return fmt.Errorf("%w: older must be 0 to %d minutes, not %d", ErrInvalid, MaxOlderMin, f.OlderMin)
+	}
+	if f.OrderNo != "" && !ValidOrderNo(f.OrderNo) {
+		return fmt.Errorf("%w: order number %q is not one unhold makes", ErrInvalid, f.OrderNo)
+	}
+	return nil
+}
+
+// Values is the filter as URL query parameters, in a stable order, so a
+// filtered list has one link to paste in a ticket.
+func (f TaskFilter) Values() url.Values {
+	v := url.Values{}
+	for _, st := range f.Statuses {
+		v.Add("status", string(st))
+	}
+	if f.Type != "" {
+		v.Set("type", string(f.Type))
+	}
+	if f.Class != "" {
+		v.Set("class", string(f.Class))
+	}
+	if f.OlderMin > 0 {
+		v.Set("older", strconv.Itoa(f.OlderMin))
+	}
+	if f.OrderNo != "" {
+		v.Set("order", f.OrderNo)
+	}
+	if f.Due {
+		v.Set("due", "1")
+	}
+	return v
+}
+
+// statuses is what the filter's status condition keeps: the named statuses,
+// narrowed to PENDING and RETRY when Due; nil keeps every status.
+func (f TaskFilter) statuses() []TaskStatus {
+	if !f.Due {
+		return dedupStatuses(f.Statuses)
+	}
+	var out []TaskStatus
+	for _, st := range []TaskStatus{TaskPending, TaskRetry} {
+		if len(f.Statuses) == 0 || containsStatus(f.Statuses, st) {
+			out = append(out, st)
+		}
+	}
+	if out == nil {
+		out = []TaskStatus{} // nothing can match: Due with only DONE, say
+	}
+	return out
+}
+
+func dedupStatuses(in []TaskStatus) []TaskStatus {
+	var out []TaskStatus
+	for _, st := range in {
+		if !containsStatus(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func containsStatus(list []TaskStatus, st TaskStatus) bool {
+	for _, x := range list {
+		if x == st {
+			return true
+		}
+	}
+	return false
+}
+
+// where is the filter's SQL condition, without the status one, and its
+// arguments.
+func (f TaskFilter) where(now time.Time) (string, []any) {
+	conds, args := []string{"1 = 1"}, []any{}
+	if f.Type != "" {
+		conds, args = append(conds, "resource_type = ?"), append(args, f.Type)
+	}
+	if f.Class != "" {
+		conds, args = append(conds, "error_class = ?"), append(args, f.Class)
+	}
+	if f.OlderMin > 0 {
+		conds, args = append(conds, "created_at <= ?"), append(args, now.Add(-time.Duration(f.OlderMin)*time.Minute))
+	}
+	if f.OrderNo != "" {
+		conds, args = append(conds, "order_no = ?"), append(args, f.OrderNo)
+	}
+	if f.Due {
+		conds, args = append(conds, "next_at <= ?"), append(args, now)
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// TaskPageSize is how many tasks one page of the list shows.
+const TaskPageSize = 50
+
+// TaskPage is one page of the task list and the cursor of the next one
+// (zero on the last page).
+type TaskPage struct {
+	Tasks []ReleaseTask
+	Next  Cursor
+}
+
+// ListTasks reads one page of the tasks the filter keeps, newest created
+// first (oldest first when oldestFirst), after the cursor. Pages go by the
+// immutable (created_at, id), so they neither skip nor repeat a task while
+// the worker changes statuses. With several statuses each is read on its own
+// index, (status, created_at, id) or (resource_type, status, created_at,
+// id), and the pages merged, so no query sorts more than a page.
+func (s *Store) ListTasks(ctx context.Context, f TaskFilter, after Cursor, oldestFirst bool, limit int) (TaskPage, error) {
+	if err := f.Validate(); err != nil {
+		return TaskPage{}, err
+	}
+	if limit <= 0 || limit > 500 {
+		limit = TaskPageSize
+	}
+	db := s.R.WithContext(ctx)
+	cond, args := f.where(s.Now())
+	dir, cmp := "DESC", "<"
+	if oldestFirst {
+		dir, cmp = "ASC", ">"
+	}
+	if after.ID != 0 {
+		cond += " AND (created_at, id) " + cmp + " (?, ?)"
+		args = append(args, after.At, after.ID)
+	}
+	order := "created_at " + dir + ", id " + dir
+	statuses := f.statuses()
+	if statuses == nil && f.Type != "" {
+		// The type index leads with the status: read it status by status.
+		statuses = TaskStatuses
+	}
+	var tasks []ReleaseTask
+	if statuses == nil {
+		if err := db.Where(cond, args...).Order(order).Limit(limit + 1).Find(&tasks).Error; err != nil {
+			return TaskPage{}, fmt.Errorf("list tasks: %w", err)
+		}
+	} else {
+		table := "release_tasks"
+		if s.Dialect == SQLite && f.Class == "" && f.OrderNo == "" {
+			// Without statistics SQLite may take the (status, next_at) index
+			// and sort every task of the status (a backlog of thousands)
+			// for one page; the class and order indexes, when filtered on,
+			// keep few rows and are better left to the planner.
+			table += " INDEXED BY release_tasks_status_created"
+			if f.Type != "" {
+				table = "release_tasks INDEXED BY release_tasks_type_status_created"
+			}
+		}
+		for _, st := range statuses {
+			var part []ReleaseTask
+			q := db.Table(table).Where("status = ?", st).Where(cond, args...).Order(order).Limit(limit + 1)
+			if err := q.Find(&part).Error; err != nil {
+				return TaskPage{}, fmt.Errorf("list %s tasks: %w", st, err)
+			}
+			tasks = append(tasks, part...)
+		}
+		sort.Slice(tasks, func(i, j int) bool {
+			a, b := tasks[i], tasks[j]
+			if !a.CreatedAt.Equal(b.CreatedAt) {
+				return a.CreatedAt.After(b.CreatedAt) != oldestFirst
+			}
+			return (a.ID > b.ID) != oldestFirst
+		})
+	}
+	page := TaskPage{Tasks: tasks}
+	if len(tasks) > limit {
+		page.Tasks = tasks[:limit]
+		last := page.Tasks[limit-1]
+		page.Next = Cursor{At: last.CreatedAt, ID: last.ID}
+	}
+	if page.Tasks == nil {
+		page.Tasks = []ReleaseTask{}
+	}
+	return page, nil
+}
+
+// Task reads one task with every attempt, oldest first.
+func (s *Store) Task(ctx context.Context, id int64) (*ChainTask, error) {
+	db := s.R.WithContext(ctx)
+	var t ChainTask
+	if err := take(db.Where("id = ?", id), &t.ReleaseTask, fmt.Sprintf("task %d", id)); err != nil {
+		return nil, err
+	}
+	if err := db.Where("task_id = ?", id).Order("id").Find(&t.AttemptLog).Error; err != nil {
+		return nil, fmt.Errorf("read attempts of task %d: %w", id, err)
+	}
+	if t.AttemptLog == nil {
+		t.AttemptLog = []TaskAttempt{}
+	}
+	return &t, nil
+}
+
+// Why a filter cannot be bulk rerun; both are ErrInvalid.
+var (
+	ErrBulkRerunType   = fmt.Errorf("%w: a bulk rerun needs exactly one resource type", ErrInvalid)
+	ErrBulkRerunStatus = fmt.Errorf("%w: only RETRY and MANUAL tasks can be rerun (and of due tasks only RETRY ones)", ErrInvalid)
+)
+
+// rerunFilter checks a bulk rerun's filter: exactly one resource type, and
+// statuses among RETRY and MANUAL (both when none is named). It returns the
+// statuses the rerun touches.
+func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	if f.Type == "" {
+		return nil, ErrBulkRerunType
+	}
+	statuses := dedupStatuses(f.Statuses)
+	for _, st := range statuses {
+		if st != TaskRetry && st != TaskManual {
+			return nil, fmt.Errorf("%w, not %s", ErrBulkRerunStatus, st)
+		}
+	}
+	if len(statuses) == 0 {
+		statuses = []TaskStatus{TaskRetry, TaskManual}
+	}
+	if f.Due {
+		// Due tasks are PENDING or RETRY: of those only RETRY can be rerun.
+		if !containsStatus(statuses, TaskRetry) {
+			return nil, fmt.Errorf("%w: due MANUAL tasks do not exist", ErrBulkRerunStatus)
+		}
+		statuses = []TaskStatus{TaskRetry}
+	}
+	return statuses, nil
+}
+
+// OffersBulkRerun tells whether the task list should offer to rerun what
+// it shows: the filter names one resource type and only RETRY and MANUAL
+// statuses.
+func (f TaskFilter) OffersBulkRerun() bool {
+	_, err := f.rerunFilter()
+	return len(f.Statuses) > 0 && err == nil
+}
+
+// CountRerunnable counts the tasks a bulk rerun with this filter would make
+// due now. The filter must name one resource type; it counts RETRY and
+// MANUAL tasks only.
+func (s *Store) CountRerunnable(ctx context.Context, f TaskFilter) (int64, error) {
+	statuses, err := f.rerunFilter()
+	if err != nil {
+		return 0, err
+	}
+	cond, args := f.where(s.Now())
+	var n int64
+	err = s.R.WithContext(ctx).Model(&ReleaseTask{}).Where("status IN ?", statuses).Where(cond, args...).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("count rerunnable %s tasks: %w", f.Type, err)
+	}
+	return n, nil
+}
+
+// BulkRerunResult is what a bulk rerun did: how many tasks it made due, and
+// how many the operator was shown before confirming.
+type BulkRerunResult struct {
+	Made     int64
+	Expected int64
+}
+
+// BulkRerunTarget is the audit target of a bulk rerun with this filter:
+// tasks:<type>?<the rest of the filter>.
+func BulkRerunTarget(f TaskFilter) string {
+	v := f.Values()
+	v.Del("type")
+	target := "tasks:" + string(f.Type)
+	if len(v) > 0 {
+		target += "?" + v.Encode()
+	}
+	return target
+}
+
+// BulkRerun makes every RETRY or MANUAL task of one resource type that the
+// filter keeps due now, with trigger RERUN and the operator's reason, as
+// Rerun does for one order, in one transaction with one audit row. expected
+// is the count the operator confirmed; tasks may have finished since, so
+// the result says how many were made due. None → ErrNothingToRerun, with a
+// refused audit row and nothing else written.
+func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason string, expected int64) (BulkRerunResult, error) {
+	statuses, err := f.rerunFilter()
+	if err != nil {
+		return BulkRerunResult{}, err
+	}
+	if strings.TrimSpace(reason) == "" {
+		return BulkRerunResult{}, fmt.Errorf("%w: a bulk rerun needs a reason", ErrInvalid)
+	}
+	target := BulkRerunTarget(f)
+	out := BulkRerunResult{Expected: expected}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		cond, args := f.where(now)
+		args = append([]any{now, actor, reason, now, statuses}, args...)
+		// Rows are locked by id, the order a late payment locks them in.
+		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN',
+			rerun_by = ?, rerun_reason = ?, updated_at = ?
+			WHERE id IN (SELECT id FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate()+`)
+			AND status IN ('RETRY','MANUAL')`, args...)
+		if res.Error != nil {
+			return res.Error
+		}
+		out.Made = res.RowsAffected
+		if out.Made == 0 {
+			return fmt.Errorf("%w: no RETRY or MANUAL %s task matches", ErrNothingToRerun, f.Type)
+		}
+		return tx.Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason, Outcome: "ok",
+			Detail: fmt.Sprintf("%d task(s) made due, %d confirmed", out.Made, expected), CreatedAt: now}).Error
+	})
+	if err != nil {
+		if errors.Is(err, ErrNothingToRerun) {
+			aerr := s.W.WithContext(ctx).Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason,
+				Outcome: "refused", Detail: fmt.Sprintf("nothing to rerun, %d confirmed", expected), CreatedAt: s.Now()}).Error
+			if aerr != nil {
+				s.log.Error("audit refused bulk rerun", slog.String("target", target), slog.Any("err", aerr))
+			}
+		}
+		return BulkRerunResult{}, fmt.Errorf("bulk rerun %s: %w", target, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+	"unhold/web"
+)
+
+// BenchmarkPages renders every dashboard page against the big benchmark
+// shop (1M orders, about 5M ledger rows, SQLite): each must stay under
+// 200 ms. Run with: go test ./web/ -run '^$' -bench Pages -benchtime 20x
+func BenchmarkPages(b *testing.B) {
+	path, end := modelstest.BigShopPath(b)
+	ctx := context.Background()
+	s, err := models.Open(ctx, path, models.Options{Now: func() time.Time { return end.Add(time.Minute) }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	e := web.New(web.Deps{Store: s, Location: time.UTC})
+	var manual models.ReleaseTask
+	if err := s.R.Where("status = ?", models.TaskManual).Order("id DESC").Take(&manual).Error; err != nil {
+		b.Fatal(err)
+	}
+	day := end.Add(-24 * time.Hour).Format("2006-01-02")
+	pages := []struct{ name, path string }{
+		{"overview", "/"},
+		{"orders", "/orders"},
+		{"orders_closed", "/orders?status=CLOSED"},
+		{"orders_user", "/orders?user=u04242"},
+		{"orders_range", "/orders?from=2026-10-01&to=2026-10-02"},
+		{"orders_old_first", "/orders?sort=old"},
+		{"order_chain", "/orders/B0500000"},
+		{"order_chain_manual", "/orders/" + manual.OrderNo},
+		{"rerun_preview", "/orders/" + manual.OrderNo + "/resources/" + string(manual.ResourceType) + "/rerun"},
+		{"tasks", "/tasks"},
+		{"tasks_manual", "/tasks?status=MANUAL"},
+		{"tasks_class", "/tasks?class=TIMEOUT"},
+		{"task", "/tasks/12345"},
+		{"bulk_rerun_preview", "/tasks/rerun?type=inventory&status=MANUAL"},
+		{"inventory", "/inventory"},
+		{"sku_ledger", "/inventory/SKU-00042"},
+		{"coupons", "/coupons"},
+		{"coupons_user", "/coupons?user=u04242"},
+		{"balances", "/balances"},
+		{"balances_user", "/balances?user=u04242"},
+		{"daily_report", "/reports/daily?date=" + day},
+	}
+	for _, p := range pages {
+		b.Run(p.name, func(b *testing.B) {
+			for range b.N {
+				rec := httptest.NewRecorder()
+				e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p.path, nil))
+				if rec.Code != http.StatusOK {
+					b.Fatalf("%s = %d\n%.500s", p.path, rec.Code, rec.Body.String())
+				}
+			}
+		})
+	}
+	b.Run("daily_csv", func(b *testing.B) {
+		for range b.N {
+			rec := httptest.NewRecorder()
+			e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/reports/daily.csv?date="+day, nil))
+			if rec.Code != http.StatusOK {
+				b.Fatalf("csv = %d", rec.Code)
+			}
+			b.SetBytes(int64(rec.Body.Len()))
+		}
+	})
+}

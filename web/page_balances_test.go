@@ -1,0 +1,108 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/models"
+)
+
+// A user's balance shows frozen against available while an order holds it,
+// and the ledger shows the freeze and its release with before → after.
+func TestBalancesFreezeAndRelease(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-1", 5, 0, "ops:1")
+		ledTry(t, "stock", err)
+		_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "ops:1")
+		ledTry(t, "credit", err)
+		_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 500, "ops:1")
+		ledTry(t, "credit", err)
+		_, err = b.s.Credit(b.ctx, "u2", models.AssetBalance, 50, "ops:1")
+		ledTry(t, "credit", err)
+		b.clock.Advance(time.Minute)
+		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
+			Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 300}, {Asset: models.AssetPoints, Amount: 20}}})
+		ledTry(t, "place", err)
+
+		held := ledGet(t, b, "/balances?user=u1", "", http.StatusOK)
+		ledWant(t, held, "bal-BALANCE-available", "700")
+		ledWant(t, held, "bal-BALANCE-frozen", "300")
+		ledWant(t, held, "bal-POINTS-frozen", "20")
+		ledWant(t, held, "bal-BALANCE-spent", "0")
+
+		b.clock.Advance(time.Minute)
+		_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerTimeout, "timeout")
+		ledTry(t, "close", err)
+		drain(t, b)
+		body := ledGet(t, b, "/balances?user=u1&asset=BALANCE", "", http.StatusOK)
+		ledWant(t, body, "bal-BALANCE-available", "1,000")
+		ledWant(t, body, "bal-BALANCE-frozen", "0")
+		rows := ledRows(body, "flow-")
+		if len(rows) != 3 {
+			t.Fatalf("balance ledger has %d rows, want 3 (credit, freeze, release)", len(rows))
+		}
+		release, freeze := ledElement(body, rows[0]), ledElement(body, rows[1])
+		for _, want := range []string{"释放", "超时关单", `href="/orders/o-1"`, "700 → <strong>1,000</strong>", "300 → <strong>0</strong>"} {
+			if !strings.Contains(release, want) {
+				t.Fatalf("release row lacks %q:\n%s", want, release)
+			}
+		}
+		for _, want := range []string{"锁定", "下单", "1,000 → <strong>700</strong>", "0 → <strong>300</strong>"} {
+			if !strings.Contains(freeze, want) {
+				t.Fatalf("freeze row lacks %q:\n%s", want, freeze)
+			}
+		}
+		// Both assets: points rows too, newest first.
+		both := ledGet(t, b, "/balances?user=u1", "", http.StatusOK)
+		if n := len(ledRows(both, "flow-")); n != 6 {
+			t.Fatalf("both assets have %d rows, want 6", n)
+		}
+		if strings.Contains(both, "u2") {
+			t.Fatal("u2's rows on u1's page")
+		}
+		ledHas(t, ledGet(t, b, "/balances?user=nobody", "", http.StatusOK), "bal-no-account", true)
+
+		// Without a user: what the page is for, and the accounts that moved last.
+		home := ledGet(t, b, "/balances", "", http.StatusOK)
+		ledHas(t, home, "bal-explain", true)
+		recent := ledRows(home, "bal-recent-")
+		if len(recent) != 3 || !strings.Contains(recent[0], "bal-recent-u1-") || !strings.Contains(recent[2], "bal-recent-u2-BALANCE") {
+			t.Fatalf("recent accounts %v, want u1's two, then u2's", recent)
+		}
+	})
+}
+
+// The account ledger pages newest first.
+func TestBalancesPages(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for range 55 {
+			_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, 10, "ops:1")
+			ledTry(t, "credit", err)
+			_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 1, "ops:1")
+			ledTry(t, "credit", err)
+		}
+		seen := map[string]bool{}
+		path, pages := "/balances?user=u1", 0
+		for path != "" {
+			body := ledGet(t, b, path, "", http.StatusOK)
+			for _, r := range ledRows(body, "flow-") {
+				if seen[r] {
+					t.Fatalf("row %s twice", r)
+				}
+				seen[r] = true
+			}
+			pages++
+			path, _ = ledHref(body, "page-next")
+		}
+		if len(seen) != 110 || pages != 3 {
+			t.Fatalf("%d rows on %d pages, want 110 on 3", len(seen), pages)
+		}
+		points := ledGet(t, b, "/balances?user=u1&asset=POINTS", "", http.StatusOK)
+		next, _ := ledHref(points, "page-next")
+		if len(ledRows(points, "flow-")) != 50 || next != "/balances?after=12&asset=POINTS&user=u1" {
+			t.Fatalf("points page 1: next %q", next)
+		}
+	})
+}

@@ -1,0 +1,656 @@
+package web_test
+
+import (
+	"flag"
+	"fmt"
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/models"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// ordElement returns the first element whose data-testid is id, from its
+// start tag to its matching end tag, or "" when there is none.
+func ordElement(body, id string) string {
+	i := strings.Index(body, `data-testid="`+id+`"`)
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndex(body[:i], "<")
+	name := body[start+1:]
+	name = name[:strings.IndexAny(name, " >")]
+	depth := 0
+	for j := start; j < len(body); {
+		next := strings.Index(body[j:], "<")
+		if next < 0 {
+			break
+		}
+		j += next
+		switch {
+		case strings.HasPrefix(body[j:], "</"+name+">"):
+			depth--
+			if depth == 0 {
+				return body[start : j+len(name)+3]
+			}
+		case strings.HasPrefix(body[j:], "<"+name+" "), strings.HasPrefix(body[j:], "<"+name+">"):
+			depth++
+		}
+		j++
+	}
+	return body[start:]
+}
+
+// ordText is an element's text without tags, spaces folded.
+func ordText(s string) string {
+	s = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, " ")
+	return strings.Join(strings.Fields(html.UnescapeString(s)), " ")
+}
+
+// ordGet fetches a page, in English when en is set, failing unless the
+// status is want; every page must be fully translated.
+func ordGet(t *testing.T, b bundle, path string, en bool, want int) string {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if en {
+		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
+	}
+	rec := b.serve(req)
+	if rec.Code != want {
+		t.Fatalf("GET %s = %d, want %d\n%s", path, rec.Code, want, rec.Body)
+	}
+	body := rec.Body.String()
+	if strings.Contains(body, "⟦") {
+		t.Fatalf("GET %s (en=%v) has an untranslated key:\n%s", path, en, body)
+	}
+	return body
+}
+
+// ordPost sends a dashboard form.
+func ordPost(b bundle, path string, form url.Values) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.serve(req)
+}
+
+// ordFlash is the flash message a redirect carries.
+func ordFlash(t *testing.T, rec *httptest.ResponseRecorder) string {
+	t.Helper()
+	for _, ck := range rec.Result().Cookies() {
+		if ck.Name == "flash" {
+			v, err := url.QueryUnescape(ck.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return ""
+}
+
+// ordTry fails the test on a set-up error.
+func ordTry(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// ordDrain lets one worker release every due task.
+func ordDrain(t *testing.T, b bundle) {
+	t.Helper()
+	for {
+		tasks, err := b.s.ClaimTasks(b.ctx, "w1", 50, time.Minute)
+		ordTry(t, "claim", err)
+		if len(tasks) == 0 {
+			return
+		}
+		for _, tk := range tasks {
+			_, err := b.s.ReleaseTask(b.ctx, tk, "w1")
+			ordTry(t, "release", err)
+		}
+	}
+}
+
+// ordManualOrder makes order m-1 of user u1, holding two of sku-1, a coupon
+// and 100 balance, closed by the user. Before the worker runs, sku-1's
+// locked stock is planted to 0, so its release fails LOCKED_SHORT and goes
+// MANUAL; the coupon and the balance come back. Every step is one minute
+// apart on the test clock.
+func ordManualOrder(t *testing.T, b bundle) (couponID int64) {
+	t.Helper()
+	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test")
+	ordTry(t, "stock", err)
+	cp, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponMerchant, b.clock.Now().Add(72*time.Hour), "test")
+	ordTry(t, "coupon", err)
+	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "test")
+	ordTry(t, "credit", err)
+	b.clock.Advance(time.Minute)
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "m-1", UserID: "u1",
+		Items: []models.Item{{SkuID: "sku-1", Qty: 2}}, CouponIDs: []int64{cp.ID},
+		Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 100}}})
+	ordTry(t, "place", err)
+	b.clock.Advance(time.Minute)
+	_, err = b.s.CloseOrder(b.ctx, "m-1", models.TriggerUserCancel, "user:u1")
+	ordTry(t, "close", err)
+	ordTry(t, "plant", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-1'").Error)
+	b.clock.Advance(time.Minute)
+	ordDrain(t, b)
+	b.clock.Advance(time.Minute)
+	return cp.ID
+}
+
+// ordTask reads the one task of m-1 of a resource type.
+func ordTask(t *testing.T, b bundle, typ models.ResourceType) models.ReleaseTask {
+	t.Helper()
+	var tk models.ReleaseTask
+	ordTry(t, "read task", b.s.W.Where("order_no = ? AND resource_type = ?", "m-1", typ).Take(&tk).Error)
+	return tk
+}
+
+// The chain of an order whose stock release went MANUAL answers the five
+// questions per resource, offers Rerun for stock only, and shows the
+// failure in the timeline, in both languages.
+func TestOrderChainManualInventory(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := ordManualOrder(t, b)
+		body := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		if got := ordText(ordElement(body, "order-status")); got != "已关闭" {
+			t.Errorf("status = %q", got)
+		}
+		if ordElement(body, "rerun-inventory") == "" {
+			t.Fatalf("no Rerun button for inventory:\n%s", body)
+		}
+		for _, typ := range []string{"coupon", "balance", "points", "quota", "slot"} {
+			if ordElement(body, "rerun-"+typ) != "" {
+				t.Errorf("Rerun button for %s, whose task is not RETRY or MANUAL", typ)
+			}
+		}
+		if href := ordElement(body, "rerun-inventory"); !strings.Contains(href, `href="/orders/m-1/resources/inventory/rerun"`) {
+			t.Errorf("Rerun links to %s", href)
+		}
+		inv := ordElement(body, "resource-inventory-sku-1")
+		checks := map[string]string{
+			"q-held":       "是 × 2",
+			"q-released":   "否 人工处理 锁定量不足",
+			"q-times":      "0 次",
+			"q-reconciles": "对不上 总量守恒：账本 10，实有 8 占用量：应为 2，实为 0",
+		}
+		for id, want := range checks {
+			if got := ordText(ordElement(inv, id)); got != want {
+				t.Errorf("stock %s = %q, want %q", id, got, want)
+			}
+		}
+		coupon := ordElement(body, fmt.Sprintf("resource-coupon-%d", cp))
+		if got := ordText(ordElement(coupon, "q-released")); got != "是 × 1 释放任务 已完成" {
+			t.Errorf("coupon released = %q", got)
+		}
+		if got := ordText(ordElement(coupon, "q-times")); got != "1 次" {
+			t.Errorf("coupon times = %q", got)
+		}
+		if got := ordText(ordElement(coupon, "q-by")); !strings.Contains(got, "用户取消") || !strings.Contains(got, "worker:w1") {
+			t.Errorf("coupon released by = %q, want the trigger and the worker", got)
+		}
+		if got := ordText(ordElement(coupon, "q-reconciles")); got != "对得上" {
+			t.Errorf("coupon reconciles = %q", got)
+		}
+		if got := ordText(ordElement(ordElement(body, "resource-balance-u1"), "q-reconciles")); got != "对得上" {
+			t.Errorf("balance reconciles = %q", got)
+		}
+		tl := ordElement(body, "timeline")
+		for _, want := range []string{`data-testid="event-status"`, `data-testid="event-flow"`, `data-testid="event-attempt"`,
+			"held amount is smaller than the release", "下单", "关单"} {
+			if !strings.Contains(tl, want) {
+				t.Errorf("timeline lacks %q", want)
+			}
+		}
+		en := ordGet(t, b, "/orders/m-1", true, http.StatusOK)
+		if got := ordText(ordElement(en, "rerun-inventory")); got != "Rerun Stock (1 task(s))" {
+			t.Errorf("English Rerun button = %q", got)
+		}
+		if got := ordText(ordElement(ordElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 held: expected 2, actual 0" {
+			t.Errorf("English reconciles = %q", got)
+		}
+	})
+}
+
+// The print view keeps the answers and drops the actions.
+func TestOrderChainPrint(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		ordManualOrder(t, b)
+		body := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		if !strings.Contains(ordElement(body, "print-link"), `href="/orders/m-1?print=1"`) || ordElement(body, "print-hint") != "" {
+			t.Fatalf("screen view: print link %q, hint %q", ordElement(body, "print-link"), ordElement(body, "print-hint"))
+		}
+		for _, en := range []bool{false, true} {
+			p := ordGet(t, b, "/orders/m-1?print=1", en, http.StatusOK)
+			if ordElement(p, "print-hint") == "" || ordElement(p, "reruns") != "" || ordElement(p, "print-link") != "" {
+				t.Fatalf("print view (en=%v) shows actions or lacks the hint:\n%s", en, p)
+			}
+			if ordElement(p, "five-questions") == "" || ordElement(p, "timeline") == "" {
+				t.Fatalf("print view lacks the answers")
+			}
+		}
+	})
+}
+
+// Unknown orders are a 404 that says which number was not found; a number
+// that cannot be one is a 400.
+func TestOrderChainNotFound(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for _, en := range []bool{false, true} {
+			body := ordGet(t, b, "/orders/no-such-order", en, http.StatusNotFound)
+			if !strings.Contains(ordText(ordElement(body, "order-not-found")), "no-such-order") {
+				t.Fatalf("404 page does not name the order:\n%s", body)
+			}
+			ordGet(t, b, "/orders/no-such-order/resources/inventory/rerun", en, http.StatusNotFound)
+		}
+		body := ordGet(t, b, "/orders/bad%20no", false, http.StatusBadRequest)
+		if !strings.Contains(body, "INVALID_INPUT") {
+			t.Fatalf("bad order number page:\n%s", body)
+		}
+	})
+}
+
+// An order that is PENDING, and one that was paid, answer that nothing was
+// or needs to be released and that everything reconciles.
+func TestOrderChainPendingAndPaid(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedShop(t, b)
+		held := ordGet(t, b, "/orders/held-1", false, http.StatusOK)
+		for _, id := range []string{"resource-inventory-sku-1", "resource-quota-act-1", "resource-slot-seat-1"} {
+			row := ordElement(held, id)
+			if row == "" {
+				t.Fatalf("held-1 lacks row %s:\n%s", id, held)
+			}
+			if got := ordText(ordElement(row, "q-released")); got != "否 订单未关闭，尚无需释放" {
+				t.Errorf("%s released = %q", id, got)
+			}
+			if got := ordText(ordElement(row, "q-reconciles")); got != "对得上" {
+				t.Errorf("%s reconciles = %q", id, got)
+			}
+		}
+		if ordElement(held, "reruns") != "" {
+			t.Errorf("a PENDING order offers a rerun")
+		}
+		paid := ordGet(t, b, "/orders/paid-1", true, http.StatusOK)
+		row := ordElement(paid, "resource-inventory-sku-1")
+		if got := ordText(ordElement(row, "q-held")); got != "yes × 1 1 deducted by payment" {
+			t.Errorf("paid held = %q", got)
+		}
+		if !strings.Contains(ordElement(paid, "timeline"), "Paid") {
+			t.Errorf("paid timeline lacks the payment")
+		}
+	})
+}
+
+// The preview shows each task the rerun would make due, its last error and
+// what the ledger already holds, and asks for a reason; with nothing to
+// rerun it says so with a 409.
+func TestRerunPreview(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := ordManualOrder(t, b)
+		before := snapshot(t, b)
+		for _, en := range []bool{false, true} {
+			body := ordGet(t, b, "/orders/m-1/resources/inventory/rerun", en, http.StatusOK)
+			row := ordElement(body, "rerun-task-sku-1")
+			if row == "" {
+				t.Fatalf("no task row:\n%s", body)
+			}
+			lastErr := ordText(ordElement(row, "rerun-last-error"))
+			if !strings.Contains(lastErr, "held amount is smaller than the release") || !strings.Contains(lastErr, map[bool]string{false: "锁定量不足", true: "LOCKED_SHORT"}[en]) {
+				t.Errorf("last error = %q", lastErr)
+			}
+			if ordElement(row, "rerun-noop") != "" {
+				t.Errorf("no RELEASE row exists, yet the preview says the rerun is a no-op")
+			}
+			form := ordElement(body, "rerun-form")
+			for _, want := range []string{`method="post"`, `action="/orders/m-1/resources/inventory/rerun"`, `name="reason"`, "required", `maxlength="500"`, "data-confirm="} {
+				if !strings.Contains(form, want) {
+					t.Errorf("form lacks %s:\n%s", want, form)
+				}
+			}
+		}
+		for _, en := range []bool{false, true} {
+			body := ordGet(t, b, "/orders/m-1/resources/coupon/rerun", en, http.StatusConflict)
+			if !strings.Contains(ordElement(body, "rerun-nothing"), "NOTHING_TO_RERUN") || ordElement(body, "rerun-form") != "" {
+				t.Fatalf("nothing-to-rerun page:\n%s", body)
+			}
+			if !strings.Contains(ordElement(body, "rerun-back"), `href="/orders/m-1"`) {
+				t.Errorf("no link back to the chain")
+			}
+		}
+		ordGet(t, b, "/orders/m-1/resources/stock/rerun", false, http.StatusBadRequest)
+		before.sameExcept(t, snapshot(t, b), nil)
+
+		// A task that the ledger already released: the preview names the row.
+		tk := ordTask(t, b, models.ResCoupon)
+		ordTry(t, "plant", b.s.W.Exec("UPDATE release_tasks SET status = 'MANUAL' WHERE id = ?", tk.ID).Error)
+		var flow struct {
+			ID    int64
+			Actor string
+		}
+		ordTry(t, "flow", b.s.W.Raw("SELECT id, actor FROM coupon_flows WHERE order_no = 'm-1' AND type = 'RELEASE'").Scan(&flow).Error)
+		body := ordGet(t, b, "/orders/m-1/resources/coupon/rerun", false, http.StatusOK)
+		noop := ordText(ordElement(ordElement(body, fmt.Sprintf("rerun-task-%d", cp)), "rerun-noop"))
+		if !strings.Contains(noop, fmt.Sprintf("#%d", flow.ID)) || !strings.Contains(noop, flow.Actor) || !strings.Contains(noop, "不会再次释放") {
+			t.Fatalf("no-op notice = %q, want ledger row #%d by %s", noop, flow.ID, flow.Actor)
+		}
+		// The rerun goes ahead, and the ledger stops the repeat.
+		rec := ordPost(b, "/orders/m-1/resources/coupon/rerun", url.Values{"reason": {"check the ledger stops it"}})
+		if rec.Code != http.StatusSeeOther {
+			t.Fatalf("rerun = %d %s", rec.Code, rec.Body)
+		}
+		ordDrain(t, b)
+		chain := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		row := ordElement(chain, fmt.Sprintf("resource-coupon-%d", cp))
+		if got := ordText(ordElement(row, "q-duplicates")); got != "另有 1 次重复释放被账本拦下" {
+			t.Errorf("duplicates = %q", got)
+		}
+		if got := ordText(ordElement(row, "q-times")); !strings.HasPrefix(got, "1 次") {
+			t.Errorf("times = %q, still one release", got)
+		}
+	})
+}
+
+// A rerun with a reason makes the MANUAL task due with trigger RERUN and
+// keeps the reason, wakes the worker, and changes nothing else; a second
+// one finds nothing to rerun; a missing or too long reason changes nothing.
+func TestRerunSubmit(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		ordManualOrder(t, b)
+		path := "/orders/m-1/resources/inventory/rerun"
+		before := snapshot(t, b)
+		for _, reason := range []string{"", "  \t ", strings.Repeat("长", 501)} {
+			rec := ordPost(b, path, url.Values{"reason": {reason}})
+			if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path {
+				t.Fatalf("reason %q: %d to %q", reason, rec.Code, rec.Header().Get("Location"))
+			}
+			if f := ordFlash(t, rec); !strings.HasPrefix(f, "0|") || !strings.Contains(f, "未做任何更改") {
+				t.Errorf("reason %q: flash %q", reason, f)
+			}
+		}
+		before.sameExcept(t, snapshot(t, b), nil)
+		if b.wakes.Load() != 0 {
+			t.Fatalf("a refused rerun woke the worker")
+		}
+		if rec := ordPost(b, "/orders/m-1/resources/stock/rerun", url.Values{"reason": {"x"}}); rec.Code != http.StatusBadRequest {
+			t.Errorf("unknown type = %d", rec.Code)
+		}
+		if rec := ordPost(b, "/orders/nope/resources/inventory/rerun", url.Values{"reason": {"x"}}); rec.Code != http.StatusNotFound ||
+			!strings.Contains(rec.Body.String(), `data-testid="order-not-found"`) {
+			t.Errorf("unknown order = %d", rec.Code)
+		}
+		if rec := ordPost(b, "/orders/nope/resources/inventory/rerun", url.Values{}); rec.Code != http.StatusNotFound {
+			t.Errorf("unknown order without a reason = %d", rec.Code)
+		}
+		before.sameExcept(t, snapshot(t, b), nil)
+
+		others := func() string {
+			var rows []map[string]any
+			ordTry(t, "tasks", b.s.W.Raw("SELECT * FROM release_tasks WHERE resource_type <> 'inventory' ORDER BY id").Scan(&rows).Error)
+			return fmt.Sprint(rows)
+		}
+		before, otherTasks := snapshot(t, b), others()
+		b.clock.Advance(time.Minute)
+		rec := ordPost(b, path, url.Values{"reason": {"  locked stock corrected, ticket 42  "}})
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/m-1" {
+			t.Fatalf("rerun = %d to %q", rec.Code, rec.Header().Get("Location"))
+		}
+		if f := ordFlash(t, rec); f != "1|1 个任务已重新排队" {
+			t.Errorf("flash = %q", f)
+		}
+		if b.wakes.Load() != 1 {
+			t.Errorf("wakes = %d, want 1", b.wakes.Load())
+		}
+		tk := ordTask(t, b, models.ResInventory)
+		if tk.Status != models.TaskPending || tk.Trigger != models.TriggerRerun || tk.RerunReason != "locked stock corrected, ticket 42" ||
+			tk.RerunBy != "ops:192.0.2.1" || !tk.NextAt.Equal(b.clock.Now()) {
+			t.Errorf("task after rerun = %+v", tk)
+		}
+		after := snapshot(t, b)
+		before.rows["release_tasks"], after.rows["release_tasks"] = "", ""
+		before.sameExcept(t, after, map[string]int64{"audit_log": 1})
+		if others() != otherTasks {
+			t.Errorf("the rerun changed tasks of other resources")
+		}
+
+		// The chain shows the flash once, and no Rerun button any more.
+		req := httptest.NewRequest(http.MethodGet, "/orders/m-1", nil)
+		for _, ck := range rec.Result().Cookies() {
+			req.AddCookie(ck)
+		}
+		page := b.serve(req).Body.String()
+		if got := ordText(ordElement(page, "flash")); got != "1 个任务已重新排队" {
+			t.Errorf("flash on the chain = %q", got)
+		}
+		if ordElement(page, "reruns") != "" {
+			t.Errorf("Rerun still offered for a PENDING task")
+		}
+		if got := ordText(ordElement(page, "audit-reason")); !strings.Contains(got, "locked stock corrected, ticket 42") {
+			t.Errorf("audit reason = %q", got)
+		}
+
+		// A second click finds nothing to rerun and changes nothing but the audit.
+		before = snapshot(t, b)
+		rec = ordPost(b, path, url.Values{"reason": {"again"}})
+		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/m-1" {
+			t.Fatalf("second rerun = %d to %q", rec.Code, rec.Header().Get("Location"))
+		}
+		if f := ordFlash(t, rec); !strings.HasPrefix(f, "0|") || !strings.Contains(f, "NOTHING_TO_RERUN") {
+			t.Errorf("second flash = %q", f)
+		}
+		before.sameExcept(t, snapshot(t, b), map[string]int64{"audit_log": 1})
+		if b.wakes.Load() != 1 {
+			t.Errorf("a refused rerun woke the worker")
+		}
+		enReq := httptest.NewRequest(http.MethodPost, path, strings.NewReader("reason=again"))
+		enReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		enReq.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
+		if f := ordFlash(t, b.serve(enReq)); !strings.Contains(f, "Nothing to rerun") {
+			t.Errorf("English flash = %q", f)
+		}
+
+		// The worker tries again; the stock is still short, and the attempt keeps the reason.
+		ordDrain(t, b)
+		chain := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		if got := ordText(ordElement(chain, "attempt-note")); !strings.Contains(got, "locked stock corrected, ticket 42") {
+			t.Errorf("attempt note = %q", got)
+		}
+		if ordElement(chain, "rerun-inventory") == "" {
+			t.Errorf("MANUAL again, yet no Rerun button")
+		}
+	})
+}
+
+// ordPlace places n orders of users u1 and u2 in turn, a second apart.
+func ordPlace(t *testing.T, b bundle, n int, prefix string) {
+	t.Helper()
+	for i := range n {
+		b.clock.Advance(time.Second)
+		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: fmt.Sprintf("%s%03d", prefix, i),
+			UserID: []string{"u1", "u2"}[i%2], Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+		ordTry(t, "place", err)
+	}
+}
+
+// ordRows are the order numbers a list page shows.
+func ordRows(body string) []string {
+	var out []string
+	for _, m := range regexp.MustCompile(`data-testid="order-row" data-order="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// Following "next page" links walks 120 orders in three pages, newest
+// first, each once; the links keep the filters.
+func TestOrdersListPages(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
+		ordTry(t, "stock", err)
+		ordPlace(t, b, 120, "p-")
+		for _, sort := range []string{"", "old"} {
+			path := "/orders"
+			if sort != "" {
+				path += "?sort=" + sort
+			}
+			var got []string
+			pages := 0
+			for path != "" {
+				body := ordGet(t, b, path, pages%2 == 1, http.StatusOK)
+				pages++
+				rows := ordRows(body)
+				if pages < 3 && len(rows) != 50 {
+					t.Fatalf("page %d has %d rows", pages, len(rows))
+				}
+				got = append(got, rows...)
+				next := ordElement(body, "next-page")
+				path = ""
+				if next != "" {
+					path = html.UnescapeString(regexp.MustCompile(`href="([^"]+)"`).FindStringSubmatch(next)[1])
+					if sort != "" && !strings.Contains(path, "sort=old") {
+						t.Fatalf("next link drops the sort: %s", path)
+					}
+				}
+				if pages > 1 && ordElement(body, "first-page") == "" {
+					t.Errorf("page %d has no link to the first", pages)
+				}
+				if pages > 5 {
+					t.Fatal("too many pages")
+				}
+			}
+			if pages != 3 || len(got) != 120 {
+				t.Fatalf("sort %q: %d pages, %d rows", sort, pages, len(got))
+			}
+			for i, no := range got {
+				want := fmt.Sprintf("p-%03d", 119-i)
+				if sort == "old" {
+					want = fmt.Sprintf("p-%03d", i)
+				}
+				if no != want {
+					t.Fatalf("sort %q: row %d is %s, want %s (a gap or a duplicate)", sort, i, no, want)
+				}
+			}
+		}
+		// A user's orders, across pages, keep the user in the link.
+		body := ordGet(t, b, "/orders?user=u2&status=PENDING", false, http.StatusOK)
+		if rows := ordRows(body); len(rows) != 50 || rows[0] != "p-119" {
+			t.Fatalf("u2 rows = %v", rows)
+		}
+		next := html.UnescapeString(ordElement(body, "next-page"))
+		if !strings.Contains(next, "user=u2") || !strings.Contains(next, "status=PENDING") {
+			t.Fatalf("next link drops the filters: %s", next)
+		}
+	})
+}
+
+// Every filter narrows the list; a pasted number is trimmed; dates are days
+// in the viewer's time zone; a bad filter is a 400 that says why.
+func TestOrdersListFilters(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
+		ordTry(t, "stock", err)
+		// The clock starts at 10:00 UTC on 2026-11-29: o-000 and o-001 then,
+		// o-002 at 15:30 UTC (23:30 in Shanghai), o-003 at 16:30 UTC (00:30
+		// on the 30th in Shanghai).
+		ordPlace(t, b, 2, "o-")
+		b.clock.Advance(5*time.Hour + 30*time.Minute - 2*time.Second)
+		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-002", UserID: "u3", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+		ordTry(t, "place", err)
+		b.clock.Advance(time.Hour)
+		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-003", UserID: "u3", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+		ordTry(t, "place", err)
+		_, err = b.s.CloseOrder(b.ctx, "o-001", models.TriggerAdmin, "test")
+		ordTry(t, "close", err)
+		_, err = b.s.PayOrder(b.ctx, "o-000", "txn-0")
+		ordTry(t, "pay", err)
+
+		cases := []struct {
+			query string
+			tz    string
+			want  []string
+		}{
+			{"", "", []string{"o-003", "o-002", "o-001", "o-000"}},
+			{"no=" + url.QueryEscape("\u3000 o-002\t \n"), "", []string{"o-002"}},
+			{"no=o-00", "", nil},
+			{"user=u3", "", []string{"o-003", "o-002"}},
+			{"user=u3&sort=old", "", []string{"o-002", "o-003"}},
+			{"status=CLOSED", "", []string{"o-001"}},
+			{"status=PAID&user=u1", "", []string{"o-000"}},
+			{"status=PAID&user=u2", "", nil},
+			{"from=2026-11-29&to=2026-11-29", "", []string{"o-003", "o-002", "o-001", "o-000"}},
+			{"from=2026-11-29&to=2026-11-29", "Asia/Shanghai", []string{"o-002", "o-001", "o-000"}},
+			{"from=2026-11-30", "Asia/Shanghai", []string{"o-003"}},
+			{"to=2026-11-28", "", nil},
+		}
+		for _, c := range cases {
+			req := httptest.NewRequest(http.MethodGet, "/orders?"+c.query, nil)
+			if c.tz != "" {
+				req.AddCookie(&http.Cookie{Name: "tz", Value: url.QueryEscape(c.tz)})
+			}
+			rec := b.serve(req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("%s = %d", c.query, rec.Code)
+			}
+			got := ordRows(rec.Body.String())
+			if fmt.Sprint(got) != fmt.Sprint(c.want) {
+				t.Errorf("%s (tz %s): %v, want %v", c.query, c.tz, got, c.want)
+			}
+			if len(c.want) == 0 && ordElement(rec.Body.String(), "orders-empty") == "" {
+				t.Errorf("%s: no empty state", c.query)
+			}
+		}
+		empty := ordGet(t, b, "/orders?no=nope", true, http.StatusOK)
+		if got := ordText(ordElement(empty, "orders-empty")); !strings.Contains(got, "nope") {
+			t.Errorf("empty state = %q, want it to name the number", got)
+		}
+		// The form shows the search it ran.
+		form := ordElement(ordGet(t, b, "/orders?user=u3&status=CLOSED&sort=old", false, http.StatusOK), "orders-filters")
+		for _, want := range []string{`name="user" value="u3"`, `value="CLOSED" selected`, `value="old" selected`} {
+			if !strings.Contains(form, want) {
+				t.Errorf("form lacks %s", want)
+			}
+		}
+		for _, bad := range []string{"status=paid", "after=zzz", "after=1.-5", "from=29/11/2026", "to=2026-13-01",
+			"from=2026-11-30&to=2026-11-29", "sort=up", "no=" + url.QueryEscape("订单 1"), "user=" + url.QueryEscape("a b")} {
+			for _, en := range []bool{false, true} {
+				body := ordGet(t, b, "/orders?"+bad, en, http.StatusBadRequest)
+				if !strings.Contains(ordElement(body, "error-message"), map[bool]string{false: "请求有误", true: "not valid"}[en]) {
+					t.Errorf("%s: error page does not say why:\n%s", bad, body)
+				}
+			}
+		}
+	})
+}
+
+// The chain page of the MANUAL order, on the fixed test clock, matches the
+// golden file; refresh it with go test ./web/ -run Golden -update.
+func TestOrderChainGolden(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		ordManualOrder(t, b)
+		got := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		path := filepath.Join("testdata", "order_chain.golden.html")
+		if *updateGolden {
+			if strings.HasSuffix(t.Name(), "/sqlite") {
+				ordTry(t, "mkdir", os.MkdirAll("testdata", 0o755))
+				ordTry(t, "write golden", os.WriteFile(path, []byte(got), 0o644))
+			}
+			return
+		}
+		want, err := os.ReadFile(path)
+		ordTry(t, "read golden (run with -update to create it)", err)
+		if got != string(want) {
+			t.Errorf("the chain page differs from %s (run go test ./web/ -run Golden -update after checking the change):\n%s", path, got)
+		}
+	})
+}

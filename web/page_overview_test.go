@@ -1,0 +1,143 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The overview shows exact numbers for a planted state: releases DONE two
+// hours ago and now, a RETRY (a timeout), a MANUAL (stock taken from under
+// the lock), a DUPLICATE (a DONE task sent round again), a due task, and
+// the reconciliation diffs the hand edit made; each number links to its
+// list, the charts are inline SVG, and the oldest due task turns red past
+// ten minutes.
+func TestOverviewNumbers(t *testing.T) {
+	tkEachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
+		tkTry(t, "sku-a", err)
+		_, err = b.s.SetStock(b.ctx, "sku-m", 5, 0, "test")
+		tkTry(t, "sku-m", err)
+		_, err = b.s.SetActivity(b.ctx, "act-1", 10, "test")
+		tkTry(t, "act-1", err)
+		// 10:00 — three releases: ok-1 (stock), ok-2 (stock and quota).
+		tkOrder(t, b, "ok-1", "sku-a", "")
+		tkOrder(t, b, "ok-2", "sku-a", "act-1")
+		drain(t, b)
+		// 12:00 — r-1 fails with a timeout (RETRY), m-1 finds its lock gone
+		// (MANUAL), ok-1's stock task goes round again (DUPLICATE), and
+		// due-1 waits.
+		b.clock.Advance(2 * time.Hour)
+		tkOrder(t, b, "r-1", "sku-a", "")
+		tkOrder(t, b, "m-1", "sku-m", "")
+		tkTry(t, "hand edit", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-m'").Error)
+		tkTry(t, "send round again", b.s.W.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?
+			WHERE order_no = 'ok-1'`, b.clock.Now()).Error)
+		drain(t, b)
+		tkOrder(t, b, "due-1", "sku-a", "")
+		dueSince := b.clock.Now()
+		diffs, err := b.s.Reconcile(b.ctx)
+		tkTry(t, "reconcile", err)
+		if len(diffs) != 2 {
+			t.Fatalf("planted %d diffs, want 2 (sku-m held and conservation): %+v", len(diffs), diffs)
+		}
+
+		for _, en := range []bool{false, true} {
+			body := tkGet(t, b, "/", en, http.StatusOK)
+			for id, want := range map[string]string{
+				"ov-backlog": "1", "ov-manual": "1", "ov-retry": "1", "ov-diffs": "2", "ov-duplicates": "1",
+				"ov-rate-hour": "33.3%", "ov-success-hour": "1", "ov-failures-hour": "2", "ov-duplicates-hour": "1",
+				"ov-rate-day": "66.7%", "ov-success-day": "4", "ov-failures-day": "2", "ov-duplicates-day": "1",
+				"ov-type-inventory-hour-ok": "1", "ov-type-inventory-hour-fail": "2",
+				"ov-type-inventory-day-ok": "3", "ov-type-inventory-day-fail": "2",
+				"ov-type-quota-hour-ok": "0", "ov-type-quota-day-ok": "1", "ov-type-quota-day-fail": "0",
+				"ov-type-coupon-day-ok": "0",
+				"ov-class-TIMEOUT-hour": "1", "ov-class-TIMEOUT-day": "1",
+				"ov-class-LOCKED_SHORT-hour": "1", "ov-class-LOCKED_SHORT-day": "1",
+			} {
+				tkWant(t, body, id, want)
+			}
+			for id, want := range map[string]string{
+				"ov-backlog": "/tasks?due=1", "ov-manual": "/tasks?status=MANUAL", "ov-retry": "/tasks?status=RETRY",
+				"ov-diffs": "/inventory", "ov-duplicates": "#duplicates", "ov-failures-day": "/tasks?status=RETRY&status=MANUAL",
+				"ov-type-inventory-day-fail": "/tasks?status=RETRY&status=MANUAL&type=inventory",
+				"ov-type-quota-day-ok":       "/tasks?status=DONE&type=quota",
+				"ov-class-LOCKED_SHORT-day":  "/tasks?class=LOCKED_SHORT",
+				"ov-oldest-age":              "/tasks?due=1&sort=old",
+			} {
+				if got := tkHref(t, body, id); got != want {
+					t.Errorf("%s links to %q, want %q", id, got, want)
+				}
+			}
+			if strings.Contains(tkTag(body, "ov-oldest-age"), "bad") {
+				t.Error("a task due for 0 s is shown red")
+			}
+			if n := strings.Count(body, `data-testid="ov-dup-row"`); n != 1 || !strings.Contains(body, `href="/orders/ok-1"`) {
+				t.Errorf("duplicate rows = %d, or ok-1 not linked", n)
+			}
+			// The charts are inline SVG: the minute chart has ok-1 and ok-2's
+			// three releases at 10:00 and the two failures at 12:00.
+			for _, id := range []string{"ov-chart-minutes", "ov-chart-types"} {
+				i := strings.Index(body, `data-testid="`+id+`"`)
+				if i < 0 || !strings.Contains(body[i:min(i+400, len(body))], "<svg") {
+					t.Errorf("%s has no inline SVG", id)
+				}
+			}
+			title := map[bool]string{false: "10:00：释放 3，失败 0", true: "10:00: 3 released, 0 failed"}[en]
+			if !strings.Contains(body, "<title>"+title+"</title>") {
+				t.Errorf("the minute chart lacks the column %q", title)
+			}
+			title = map[bool]string{false: "12:00：释放 0，失败 2", true: "12:00: 0 released, 2 failed"}[en]
+			if !strings.Contains(body, "<title>"+title+"</title>") {
+				t.Errorf("the minute chart lacks the column %q", title)
+			}
+		}
+
+		// Eleven minutes on: the due task (and the retry, due again) wait;
+		// the oldest has waited 11 minutes and is red.
+		b.clock.Advance(11 * time.Minute)
+		for _, en := range []bool{false, true} {
+			body := tkGet(t, b, "/", en, http.StatusOK)
+			tkWant(t, body, "ov-backlog", "2")
+			tag := tkTag(body, "ov-oldest-age")
+			if !strings.Contains(tag, "bad") {
+				t.Errorf("oldest due after 11 min is not red: %s", tag)
+			}
+			want := map[bool]string{false: "11 分钟", true: "11 min"}[en]
+			tkWant(t, body, "ov-oldest-age", want)
+			if tkTag(body, "ov-oldest-warning") == "" {
+				t.Error("no warning past 10 minutes")
+			}
+			if !strings.Contains(body, fmt.Sprintf(`datetime="%s"`, dueSince.Format(time.RFC3339))) {
+				t.Error("the oldest due task's time is not shown")
+			}
+		}
+		// A day later the windows are empty again; the queues remain.
+		b.clock.Advance(24 * time.Hour)
+		body := tkGet(t, b, "/", false, http.StatusOK)
+		tkWant(t, body, "ov-rate-day", "—")
+		tkWant(t, body, "ov-manual", "1")
+		if tkTag(body, "ov-classes-empty") == "" || tkTag(body, "ov-dups-empty") == "" {
+			t.Error("no empty states for a quiet day")
+		}
+	})
+}
+
+// An empty shop renders an overview of zeros with empty states.
+func TestOverviewEmpty(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for _, en := range []bool{false, true} {
+			body := tkGet(t, b, "/", en, http.StatusOK)
+			for _, id := range []string{"ov-backlog", "ov-manual", "ov-retry", "ov-diffs", "ov-duplicates"} {
+				tkWant(t, body, id, "0")
+			}
+			tkWant(t, body, "ov-oldest-age", "—")
+			tkWant(t, body, "ov-rate-hour", "—")
+			if tkTag(body, "ov-classes-empty") == "" || tkTag(body, "ov-dups-empty") == "" || !strings.Contains(body, "<svg") {
+				t.Error("empty states or charts missing")
+			}
+		}
+	})
+}

@@ -1,0 +1,174 @@
+package web
+
+import (
+	"encoding/csv"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v5"
+
+	"unhold/models"
+	"unhold/views"
+)
+
+// reportRows are the daily report's rows in the order shown; coupons are
+// split by who bears their cost.
+var reportRows = []struct {
+	resource models.ResourceType
+	owner    models.CouponOwner
+}{
+	{models.ResInventory, ""},
+	{models.ResCoupon, models.CouponPlatform},
+	{models.ResCoupon, models.CouponMerchant},
+	{models.ResBalance, ""},
+	{models.ResPoints, ""},
+	{models.ResQuota, ""},
+	{models.ResSlot, ""},
+}
+
+// reportDay reads the report's day: the date parameter, or today in the
+// viewer's zone; its bounds are that zone's midnights.
+func reportDay(c *echo.Context, p views.Page) (day string, from, to time.Time, err error) {
+	day = ledgerParam(c, "date")
+	if day == "" {
+		day = p.Now.In(p.Loc).Format(ledgerDayLayout)
+	}
+	if from, to, err = ledgerDay("date", day, p.Loc); err != nil {
+		return "", from, to, err
+	}
+	return from.Format(ledgerDayLayout), from, to, nil
+}
+
+// dailyReport shows one day's ledger totals by resource and type.
+func (s *server) dailyReport(c *echo.Context) error {
+	p := s.page(c, "report.title", "report")
+	day, from, to, err := reportDay(c, p)
+	if err != nil {
+		return err
+	}
+	totals, err := s.store.LedgerTotals(c.Request().Context(), from, to)
+	if err != nil {
+		return err
+	}
+	today := p.Now.In(p.Loc).Format(ledgerDayLayout)
+	v := views.ReportView{
+		Date: day, Zone: p.Loc.String(), From: from, To: to,
+		PrevURL:  views.Query("/reports/daily", "date", from.AddDate(0, 0, -1).Format(ledgerDayLayout)),
+		TodayURL: views.Query("/reports/daily", "date", today),
+		CSVURL:   views.Query("/reports/daily.csv", "date", day),
+	}
+	if day < today {
+		v.NextURL = views.Query("/reports/daily", "date", to.Format(ledgerDayLayout))
+	}
+	for _, r := range reportRows {
+		row := views.ReportRow{ID: string(r.resource), Resource: string(r.resource), Owner: string(r.owner), Cells: map[string]views.ReportCell{}}
+		if r.owner != "" {
+			row.ID += "-" + string(r.owner)
+		}
+		for _, t := range totals {
+			if t.Resource == r.resource && t.Owner == r.owner {
+				cell := row.Cells[string(t.Type)]
+				cell.N += t.Rows
+				cell.Q += t.Qty
+				row.Cells[string(t.Type)] = cell
+				v.Total += t.Rows
+			}
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	return render(c, http.StatusOK, views.DailyReportPage(p, v))
+}
+
+// utf8BOM makes Excel and WPS read the CSV as UTF-8, so Chinese shows.
+const utf8BOM = "\xEF\xBB\xBF"
+
+// dailyReportCSV streams every ledger row of one day, from every ledger,
+// as one CSV: rows are written as they are read, never held in memory.
+func (s *server) dailyReportCSV(c *echo.Context) error {
+	p := s.page(c, "report.title", "report")
+	day, from, to, err := reportDay(c, p)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="unhold-ledger-`+day+`.csv"`)
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte(utf8BOM)); err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true // RFC 4180
+	header := []string{"资源 resource", "流水号 id", "时间 time (" + p.Loc.String() + ")", "订单号 order_no", "对象 key",
+		"资产或承担方 asset/owner", "类型 type", "触发 trigger", "数量 qty",
+		"可用前 available_before", "可用后 available_after", "占用前 held_before", "占用后 held_after",
+		"已用前 spent_before", "已用后 spent_after", "状态前 status_before", "状态后 status_after", "操作方 actor"}
+	if err := cw.Write(header); err != nil {
+		return err
+	}
+	n := 0
+	err = s.store.EachLedgerRow(c.Request().Context(), from, to, func(f *models.Flow) error {
+		if err := cw.Write(csvRecord(f, p.Loc)); err != nil {
+			return err
+		}
+		if n++; n%1000 == 0 {
+			cw.Flush()
+			_ = rc.Flush()
+			return cw.Error()
+		}
+		return nil
+	})
+	if err != nil {
+		// The status is sent already; the last line says the file is cut short.
+		_ = cw.Write([]string{"导出中断 export incomplete", csvText(err.Error())})
+	}
+	cw.Flush()
+	if err == nil {
+		err = cw.Error()
+	}
+	return err
+}
+
+// csvRecord is one ledger row as CSV cells. Text cells go through csvText;
+// numbers are written as the digits strconv makes, so a negative
+// adjustment stays -5 (a number to a spreadsheet, not a formula) instead
+// of being turned into the text '-5.
+func csvRecord(f *models.Flow, loc *time.Location) []string {
+	num := strconv.FormatInt
+	side := ""
+	switch f.ResourceType {
+	case models.ResCoupon:
+		side = f.Owner
+	case models.ResBalance:
+		side = string(models.AssetBalance)
+	case models.ResPoints:
+		side = string(models.AssetPoints)
+	}
+	orderNo := ""
+	if f.OrderNo != nil {
+		orderNo = *f.OrderNo
+	}
+	rec := []string{csvText(string(f.ResourceType)), num(f.ID, 10), f.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
+		csvText(orderNo), csvText(f.BizKey), csvText(side), csvText(string(f.Type)), csvText(string(f.Trigger)), num(f.Qty, 10)}
+	if f.ResourceType == models.ResCoupon || f.ResourceType == models.ResSlot {
+		// Held one at a time: a status moves, no amounts.
+		rec = append(rec, "", "", "", "", "", "")
+	} else {
+		rec = append(rec, num(f.AvailBefore, 10), num(f.AvailAfter, 10), num(f.HeldBefore, 10), num(f.HeldAfter, 10),
+			num(f.SpentBefore, 10), num(f.SpentAfter, 10))
+	}
+	return append(rec, csvText(f.StatusBefore), csvText(f.StatusAfter), csvText(f.Actor))
+}
+
+// csvText neutralises a text cell that a spreadsheet would run as a
+// formula (it starts with = + - @, a tab or a carriage return) by putting a
+// single quote in front, which Excel and WPS show as plain text.
+func csvText(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}

@@ -1,0 +1,202 @@
+package web_test
+
+import (
+	"bytes"
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/models"
+)
+
+// formula is an actor a spreadsheet would run as a command.
+const formula = "=cmd|' /C calc'!A0"
+
+// seedReportDay writes a known day of flows for a viewer in Asia/Shanghai:
+// everything from 2026-11-29 18:00 to 19:00 there (10:00-11:00 UTC), then
+// one stock decrease at 2026-11-30 01:00 there (17:00 UTC on the 29th).
+func seedReportDay(t *testing.T, b bundle) {
+	t.Helper()
+	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "ops:1")
+	ledTry(t, "stock", err)
+	_, err = b.s.SetStock(b.ctx, "sku-2", 5, 0, formula)
+	ledTry(t, "stock", err)
+	exp := b.clock.Now().Add(30 * 24 * time.Hour)
+	p, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponPlatform, exp, "ops:1")
+	ledTry(t, "coupon", err)
+	m, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponMerchant, exp, "ops:1")
+	ledTry(t, "coupon", err)
+	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "ops:1")
+	ledTry(t, "credit", err)
+	_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 100, "ops:1")
+	ledTry(t, "credit", err)
+	_, err = b.s.SetActivity(b.ctx, "act-1", 5, "ops:1")
+	ledTry(t, "activity", err)
+	_, _, err = b.s.PutSlot(b.ctx, "seat-1", "ops:1")
+	ledTry(t, "slot", err)
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 2}},
+		CouponIDs: []int64{p.ID}, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 300}}, ActivityID: "act-1", SlotID: "seat-1"})
+	ledTry(t, "place o-1", err)
+	b.clock.Advance(time.Hour)
+	_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "user:u1")
+	ledTry(t, "close", err)
+	drain(t, b)
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-2", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}, CouponIDs: []int64{m.ID}})
+	ledTry(t, "place o-2", err)
+	_, err = b.s.PayOrder(b.ctx, "o-2", "txn-2")
+	ledTry(t, "pay", err)
+	b.clock.Advance(6 * time.Hour) // 17:00 UTC: already the 30th in Shanghai
+	_, err = b.s.SetStock(b.ctx, "sku-1", 6, 0, "ops:1")
+	ledTry(t, "stock", err)
+}
+
+const shanghai = "Asia/Shanghai"
+
+// The daily report totals a day's flows by resource and type, with the
+// day's bounds in the viewer's zone, and the days around it.
+func TestDailyReportTotals(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedReportDay(t, b)
+		body := ledGet(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
+		want := map[string]string{
+			"inventory-ADJUST": "2 15", "inventory-LOCK": "2 3", "inventory-RELEASE": "1 2", "inventory-DEDUCT": "1 1",
+			"coupon-PLATFORM-ADJUST": "1 1", "coupon-PLATFORM-LOCK": "1 1", "coupon-PLATFORM-RELEASE": "1 1", "coupon-PLATFORM-DEDUCT": "0 0",
+			"coupon-MERCHANT-ADJUST": "1 1", "coupon-MERCHANT-LOCK": "1 1", "coupon-MERCHANT-DEDUCT": "1 1", "coupon-MERCHANT-RELEASE": "0 0",
+			"balance-ADJUST": "1 1,000", "balance-LOCK": "1 300", "balance-RELEASE": "1 300", "balance-DEDUCT": "0 0",
+			"points-ADJUST": "1 100", "points-LOCK": "0 0",
+			"quota-ADJUST": "1 5", "quota-LOCK": "1 1", "quota-RELEASE": "1 1",
+			"slot-ADJUST": "1 1", "slot-LOCK": "1 1", "slot-RELEASE": "1 1",
+		}
+		for cell, nq := range want {
+			n, q, _ := strings.Cut(nq, " ")
+			ledWant(t, body, "report-"+cell+"-n", n)
+			ledWant(t, body, "report-"+cell+"-q", q)
+		}
+		ledWant(t, body, "report-total", "当天共 22 行流水。")
+		prev, _ := ledHref(body, "report-prev")
+		next, _ := ledHref(body, "report-next")
+		csvURL, _ := ledHref(body, "report-csv")
+		if prev != "/reports/daily?date=2026-11-28" || next != "/reports/daily?date=2026-11-30" || csvURL != "/reports/daily.csv?date=2026-11-29" {
+			t.Fatalf("links: prev %q next %q csv %q", prev, next, csvURL)
+		}
+		ledHas(t, ledGet(t, b, prev, shanghai, http.StatusOK), "report-empty", true)
+
+		// The 30th in Shanghai holds the late decrease, and is today there.
+		today := ledGet(t, b, "/reports/daily", shanghai, http.StatusOK)
+		ledWant(t, today, "report-date", "2026-11-30")
+		ledWant(t, today, "report-inventory-ADJUST-n", "1")
+		ledWant(t, today, "report-inventory-ADJUST-q", "-3")
+		ledWant(t, today, "report-total", "当天共 1 行流水。")
+		ledHas(t, today, "report-next", false)
+
+		// In UTC the whole history is the 29th.
+		utc := ledGet(t, b, "/reports/daily?date=2026-11-29", "", http.StatusOK)
+		ledWant(t, utc, "report-inventory-ADJUST-n", "3")
+		ledWant(t, utc, "report-inventory-ADJUST-q", "12")
+	})
+}
+
+// The CSV of a day is every ledger row of that day: UTF-8 with a BOM, a
+// Chinese and English header, RFC 4180 quoting, formula cells neutralised
+// and plain negative numbers left alone.
+func TestDailyReportCSV(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedReportDay(t, b)
+		rec := ledServe(b, "/reports/daily.csv?date=2026-11-29", "en", shanghai)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("csv = %d %s", rec.Code, rec.Body)
+		}
+		if cd := rec.Header().Get("Content-Disposition"); cd != `attachment; filename="unhold-ledger-2026-11-29.csv"` {
+			t.Fatalf("Content-Disposition %q", cd)
+		}
+		if ct := rec.Header().Get("Content-Type"); ct != "text/csv; charset=utf-8" {
+			t.Fatalf("Content-Type %q", ct)
+		}
+		raw := rec.Body.Bytes()
+		if !bytes.HasPrefix(raw, []byte{0xEF, 0xBB, 0xBF}) {
+			t.Fatalf("no BOM: % x", raw[:8])
+		}
+		if !bytes.Contains(raw, []byte("\r\n")) {
+			t.Fatal("records do not end in CRLF")
+		}
+		records, err := csv.NewReader(bytes.NewReader(raw[3:])).ReadAll()
+		if err != nil {
+			t.Fatalf("parse back: %v", err)
+		}
+		header := records[0]
+		if header[0] != "资源 resource" || header[2] != "时间 time (Asia/Shanghai)" || header[len(header)-1] != "操作方 actor" {
+			t.Fatalf("header %q", header)
+		}
+		rows := records[1:]
+		if len(rows) != 22 {
+			t.Fatalf("%d rows, want 22", len(rows))
+		}
+		byResource := map[string]int{}
+		var planted []string
+		for _, r := range rows {
+			byResource[r[0]]++
+			if strings.Contains(r[len(r)-1], "cmd|") {
+				planted = r
+			}
+		}
+		if fmt.Sprint(byResource) != "map[balance:3 coupon:6 inventory:6 points:1 quota:3 slot:3]" {
+			t.Fatalf("rows by resource %v", byResource)
+		}
+		if planted == nil || planted[len(planted)-1] != "'"+formula || planted[4] != "sku-2" || planted[8] != "5" {
+			t.Fatalf("planted formula row %q", planted)
+		}
+		if !strings.HasPrefix(rows[0][2], "2026-11-29 18:00:00") {
+			t.Fatalf("time not in the viewer's zone: %q", rows[0][2])
+		}
+		for _, r := range rows {
+			if r[0] == "coupon" && r[5] != "PLATFORM" && r[5] != "MERCHANT" {
+				t.Fatalf("coupon row without its owner: %q", r)
+			}
+		}
+
+		next := ledServe(b, "/reports/daily.csv?date=2026-11-30", "zh", shanghai)
+		records, err = csv.NewReader(bytes.NewReader(next.Body.Bytes()[3:])).ReadAll()
+		if err != nil || len(records) != 2 {
+			t.Fatalf("the 30th: %v, %q", err, records)
+		}
+		// A negative adjustment is a number, not a neutralised formula.
+		if r := records[1]; r[6] != "ADJUST" || r[8] != "-3" || r[9] != "9" || r[10] != "6" {
+			t.Fatalf("decrease row %q", r)
+		}
+		empty := ledServe(b, "/reports/daily.csv?date=2026-11-28", "zh", shanghai)
+		records, err = csv.NewReader(bytes.NewReader(empty.Body.Bytes()[3:])).ReadAll()
+		if err != nil || len(records) != 1 {
+			t.Fatalf("an empty day: %v, %q", err, records)
+		}
+	})
+}
+
+// csvText's rule, cell by cell.
+func TestDailyReportCSVNeutralises(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for _, actor := range []string{"+1", "-1", "@SUM(A1)", "\tx", "\rx", "=1"} {
+			_, err := b.s.SetStock(b.ctx, "sku-1", 1, 0, actor)
+			ledTry(t, "stock", err)
+			_, err = b.s.SetStock(b.ctx, "sku-1", 0, 0, "plain")
+			ledTry(t, "stock", err)
+		}
+		rec := ledServe(b, "/reports/daily.csv?date=2026-11-29", "zh", "")
+		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range records[1:] {
+			if a := r[len(r)-1]; a != "plain" {
+				got = append(got, a)
+			}
+		}
+		// encoding/csv writing CRLF drops a lone CR; the quote stays first.
+		if fmt.Sprintf("%q", got) != `["'+1" "'-1" "'@SUM(A1)" "'\tx" "'x" "'=1"]` {
+			t.Fatalf("actors %q", got)
+		}
+	})
+}
