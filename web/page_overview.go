@@ -86,8 +86,8 @@ func overviewWindow(id string, a models.AttemptStats) views.OverviewWindow {
 // diffCount keeps the count of the last reconciliation, which reads every
 // key of every resource (hundreds of ms on a big shop): the overview shows
 // the last count at once and refreshes it in the background when it is
-// older than diffsFresh, one reconciliation at a time. Only the very first
-// overview waits for a count.
+// older than diffsFresh, one reconciliation at a time. No page load waits
+// for it: before the first count is in, the overview says it is counting.
 type diffCount struct {
 	mu      sync.Mutex
 	n       int64
@@ -118,16 +118,6 @@ func (d *diffCount) get(ctx context.Context, st *models.Store, log *slog.Logger)
 			d.n, d.at = int64(len(diffs)), now
 		}()
 	}
-	wait := d.running
-	first := d.at.IsZero()
-	d.mu.Unlock()
-	if first && wait != nil {
-		select {
-		case <-wait:
-		case <-ctx.Done():
-		}
-	}
-	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.n, d.at
 }

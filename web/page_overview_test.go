@@ -44,6 +44,7 @@ func TestOverviewNumbers(t *testing.T) {
 			t.Fatalf("planted %d diffs, want 2 (sku-m held and conservation): %+v", len(diffs), diffs)
 		}
 
+		waitDiffCount(t, b)
 		for _, en := range []bool{false, true} {
 			body := tkGet(t, b, "/", en, http.StatusOK)
 			for id, want := range map[string]string{
@@ -128,6 +129,7 @@ func TestOverviewNumbers(t *testing.T) {
 // An empty shop renders an overview of zeros with empty states.
 func TestOverviewEmpty(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
+		waitDiffCount(t, b)
 		for _, en := range []bool{false, true} {
 			body := tkGet(t, b, "/", en, http.StatusOK)
 			for _, id := range []string{"ov-backlog", "ov-manual", "ov-retry", "ov-diffs", "ov-duplicates"} {
@@ -140,4 +142,21 @@ func TestOverviewEmpty(t *testing.T) {
 			}
 		}
 	})
+}
+
+// waitDiffCount loads the overview until the background reconciliation has
+// counted: the first load must not wait for it and says it is counting.
+func waitDiffCount(t *testing.T, b bundle) {
+	t.Helper()
+	first := tkGet(t, b, "/", false, http.StatusOK)
+	if tkTag(first, "ov-diffs-counting") == "" {
+		t.Fatal("the first overview did not say the diffs are being counted")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for tkTag(tkGet(t, b, "/", false, http.StatusOK), "ov-diffs") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the diff count never arrived")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
