@@ -82,7 +82,10 @@ func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 		if all[i].Resource != all[j].Resource {
 			return all[i].Resource < all[j].Resource
 		}
-		return all[i].Key < all[j].Key
+		if all[i].Key != all[j].Key {
+			return all[i].Key < all[j].Key
+		}
+		return all[i].Check < all[j].Check
 	})
 	return all, nil
 }

@@ -157,8 +157,54 @@ func (c *couponResource) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
 // task behind them (missed release), and coupons that should be held but
 // are not (double release or rolled-back state).
 func (c *couponResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
-	return reconcileSingles(ctx, db, ResCoupon,
+	diffs, err := reconcileSingles(ctx, db, ResCoupon,
 		"SELECT CAST(id AS TEXT) AS k FROM user_coupons WHERE status = 'LOCKED'")
+	if err != nil {
+		return nil, err
+	}
+	more, err := reconcileStates(ctx, db, ResCoupon,
+		`SELECT CAST(c.id AS TEXT) AS k FROM user_coupons c LEFT JOIN orders o ON o.order_no = c.order_no
+			WHERE c.status = 'USED' AND (o.status IS NULL OR o.status <> 'PAID')`,
+		`SELECT CAST(c.id AS TEXT) AS k, c.status AS now, f.status_after AS ledger FROM user_coupons c
+			JOIN coupon_flows f ON f.id = (SELECT MAX(id) FROM coupon_flows WHERE coupon_id = c.id)
+			WHERE f.status_after <> c.status`,
+		func(st string) bool { return st == string(CouponLocked) || st == string(CouponUsed) })
+	return append(diffs, more...), err
+}
+
+// reconcileStates runs the status checks of resources held one at a time:
+// USED_UNPAID (consumed for an order that is not PAID, as if never
+// released), and LEDGER_STATUS (the status is not what the last ledger row
+// left: a hand edit). A status diff counts 1 for "held" (held(status)) and 0
+// for free; when both sides are held or both free it counts expected 0,
+// actual 1.
+func reconcileStates(ctx context.Context, db *gorm.DB, t ResourceType, unpaidQuery, ledgerQuery string, held func(string) bool) ([]Diff, error) {
+	var unpaid []string
+	if err := db.WithContext(ctx).Raw(unpaidQuery).Scan(&unpaid).Error; err != nil {
+		return nil, fmt.Errorf("reconcile %s unpaid: %w", t, err)
+	}
+	var diffs []Diff
+	for _, k := range unpaid {
+		diffs = append(diffs, Diff{Resource: t, Key: k, Check: CheckUsedUnpaid, Expected: 0, Actual: 1})
+	}
+	var rows []struct{ K, Now, Ledger string }
+	if err := db.WithContext(ctx).Raw(ledgerQuery).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reconcile %s ledger: %w", t, err)
+	}
+	count := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	for _, r := range rows {
+		want, got := count(held(r.Ledger)), count(held(r.Now))
+		if want == got {
+			want, got = 0, 1
+		}
+		diffs = append(diffs, Diff{Resource: t, Key: r.K, Check: CheckLedgerStatus, Expected: want, Actual: got})
+	}
+	return diffs, nil
 }
 
 // reconcileSingles compares keys held one at a time (coupons, slots) with the

@@ -44,8 +44,9 @@ func TestSKUChecksAgreeWithReconcile(t *testing.T) {
 			t.Fatal(err)
 		}
 		var want []string
+		// The list shows the live checks; the ledger sums are the runs' job.
 		for _, d := range diffs {
-			if d.Resource == models.ResInventory {
+			if d.Resource == models.ResInventory && (d.Check == models.CheckHeld || d.Check == models.CheckConservation) {
 				want = append(want, fmt.Sprintf("%s %s %d/%d", d.Key, d.Check, d.Actual, d.Expected))
 			}
 		}

@@ -123,10 +123,12 @@ type keyTotals struct {
 	Q, N int64
 }
 
-// ReconcileKeys is Reconcile for just the given keys: the same checks,
-// the same diffs, but reading only those keys' rows, so the order chain can
+// ReconcileKeys is Reconcile's live checks — HELD and CONSERVATION — for
+// just the given keys, reading only those keys' rows, so the order chain can
 // ask whether each resource it held reconciles now without reconciling a
-// whole big shop. Diffs come sorted by resource, key and check.
+// whole big shop. The checks that read a key's whole ledger (LEDGER_*,
+// LEDGER_STATUS, USED_UNPAID) are left to the reconciliation runs, whose
+// tickets say what they found. Diffs come sorted by resource, key and check.
 func (s *Store) ReconcileKeys(ctx context.Context, keys []ResourceKey) ([]Diff, error) {
 	byType := map[ResourceType][]string{}
 	seen := map[ResourceKey]bool{}

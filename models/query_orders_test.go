@@ -183,8 +183,9 @@ func TestReconcileKeysAgreesWithReconcile(t *testing.T) {
 				asked[k] = true
 			}
 			var want []models.Diff
+			live := map[string]bool{models.CheckHeld: true, models.CheckConservation: true}
 			for _, d := range all {
-				if asked[models.ResourceKey{Type: d.Resource, Key: d.Key}] {
+				if asked[models.ResourceKey{Type: d.Resource, Key: d.Key}] && live[d.Check] {
 					want = append(want, d)
 				}
 			}

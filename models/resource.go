@@ -58,10 +58,20 @@ type Diff struct {
 // Delta is actual minus expected.
 func (d Diff) Delta() int64 { return d.Actual - d.Expected }
 
-// Reconciliation checks.
+// Reconciliation checks. HELD: the held amount against what PENDING orders
+// and unfinished release tasks hold. CONSERVATION: available + held + spent
+// against what the ledger says was ever added. LEDGER_*: each column against
+// the sum of the ledger's rows, so a hand edit of a resource table is
+// caught. USED_UNPAID: a coupon USED or a slot SOLD for an order that is not
+// PAID. LEDGER_STATUS: a coupon's or slot's status against its last ledger row.
 const (
 	CheckHeld         = "HELD"
 	CheckConservation = "CONSERVATION"
+	CheckLedgerAvail  = "LEDGER_AVAILABLE"
+	CheckLedgerHeld   = "LEDGER_HELD"
+	CheckLedgerSpent  = "LEDGER_SPENT"
+	CheckUsedUnpaid   = "USED_UNPAID"
+	CheckLedgerStatus = "LEDGER_STATUS"
 )
 
 func newRegistry(s *Store) map[ResourceType]Resource {

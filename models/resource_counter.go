@@ -211,11 +211,13 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 	type row struct {
 		Key                        string
 		Held, Expected, Total, Sum int64
+		Avail, Spent               int64
+		Cur                        counterRow `gorm:"-"`
 	}
 	var rows []row
 	// expected held = PENDING orders' outstanding holds + unfinished release tasks;
 	// conservation = available + held + spent against the ledger's ADJUST sum.
-	q := fmt.Sprintf(`SELECT r.%[1]s AS key, r.%[2]s AS held,
+	q := fmt.Sprintf(`SELECT r.%[1]s AS key, r.%[2]s AS held, r.%[3]s AS avail, r.%[4]s AS spent,
 		COALESCE(p.q, 0) + COALESCE(t.q, 0) AS expected,
 		r.%[3]s + r.%[2]s + r.%[4]s AS total, COALESCE(a.q, 0) AS sum
 		FROM %[5]s r
@@ -234,8 +236,25 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("reconcile %s: %w", c.typ, err)
 	}
+	for i := range rows {
+		rows[i].Cur = counterRow{Avail: rows[i].Avail, Held: rows[i].Held, Spent: rows[i].Spent}
+	}
+	sums, err := c.ledgerSums(ctx, db)
+	if err != nil {
+		return nil, err
+	}
 	var diffs []Diff
 	for _, r := range rows {
+		if got, want := r.Cur, sums[r.Key]; got != want {
+			for _, f := range []struct {
+				check     string
+				want, got int64
+			}{{CheckLedgerAvail, want.Avail, got.Avail}, {CheckLedgerHeld, want.Held, got.Held}, {CheckLedgerSpent, want.Spent, got.Spent}} {
+				if f.want != f.got {
+					diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: f.check, Expected: f.want, Actual: f.got})
+				}
+			}
+		}
 		if r.Held != r.Expected {
 			diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: CheckHeld, Expected: r.Expected, Actual: r.Held})
 		}
@@ -244,6 +263,33 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 		}
 	}
 	return diffs, nil
+}
+
+// ledgerSums is what each key's columns must be if every change wrote its
+// ledger row: the sum of the ledger, row type by row type.
+func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (map[string]counterRow, error) {
+	where, args := "", []any{}
+	if c.fixedCol != "" {
+		where, args = " WHERE "+c.fixedCol+" = ?", []any{c.fixedVal}
+	}
+	type row struct {
+		Key                string
+		Avail, Held, Spent int64
+	}
+	var rows []row
+	q := fmt.Sprintf(`SELECT %s AS key,
+		SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty ELSE 0 END) AS avail,
+		SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END) AS held,
+		SUM(CASE type WHEN 'DEDUCT' THEN qty ELSE 0 END) AS spent
+		FROM %s%s GROUP BY %s`, c.key, c.ledger, where, c.key)
+	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reconcile %s ledger: %w", c.typ, err)
+	}
+	out := make(map[string]counterRow, len(rows))
+	for _, r := range rows {
+		out[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+	}
+	return out, nil
 }
 
 func nilIfEmpty(s string) any {

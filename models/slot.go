@@ -105,5 +105,16 @@ func (r *slotResource) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
 }
 
 func (r *slotResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
-	return reconcileSingles(ctx, db, ResSlot, "SELECT slot_id AS k FROM slot_holds WHERE status = 'HELD'")
+	diffs, err := reconcileSingles(ctx, db, ResSlot, "SELECT slot_id AS k FROM slot_holds WHERE status = 'HELD'")
+	if err != nil {
+		return nil, err
+	}
+	more, err := reconcileStates(ctx, db, ResSlot,
+		`SELECT s.slot_id AS k FROM slot_holds s LEFT JOIN orders o ON o.order_no = s.order_no
+			WHERE s.status = 'SOLD' AND (o.status IS NULL OR o.status <> 'PAID')`,
+		`SELECT s.slot_id AS k, s.status AS now, f.status_after AS ledger FROM slot_holds s
+			JOIN slot_flows f ON f.id = (SELECT MAX(id) FROM slot_flows WHERE slot_id = s.slot_id)
+			WHERE f.status_after <> s.status`,
+		func(st string) bool { return st == string(SlotHeld) || st == string(SlotSold) })
+	return append(diffs, more...), err
 }

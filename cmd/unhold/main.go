@@ -4,6 +4,7 @@
 //	unhold serve [flags]    HTTP + workers + cron (migrates first)
 //	unhold migrate [flags]  apply schema migrations and exit
 //	unhold demo [flags]     fill a fresh database with a demo shop and exit
+//	unhold reconcile        run a reconciliation and print its tickets
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
 	"unhold/config"
@@ -28,6 +30,7 @@ Usage:
   unhold serve [flags]     serve the dashboard, the API and the workers (migrates first)
   unhold migrate [flags]   apply database migrations
   unhold demo [flags]      fill a fresh database with a demo shop
+  unhold reconcile [flags] run a reconciliation now and print what it found
 
 Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 `
@@ -75,6 +78,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		defer s.Close()
 		return seedDemo(ctx, cfg, s, log, stdout)
+	case "reconcile":
+		s, err := openStore(ctx, cfg, log)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return reconcile(ctx, s, stdout)
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 }
@@ -117,4 +127,28 @@ func newLogger(format string, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, nil))
 	}
 	return slog.New(slog.NewJSONHandler(w, nil))
+}
+
+// reconcile runs a reconciliation and prints the run and its open tickets.
+// It fails (exit 2) when any ticket is open, so scripts can alert on it.
+func reconcile(ctx context.Context, s *models.Store, out io.Writer) error {
+	host, _ := os.Hostname()
+	run, err := s.RunReconciliation(ctx, models.ReconByCLI, "cli:"+host)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "run %d: %d diffs found, %d new tickets, %d closed automatically, in %s\n",
+		run.ID, run.Found, run.Opened, run.Closed, run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
+	open, err := s.ListDiffs(ctx, models.DiffFilter{Statuses: []string{models.DiffOpen, models.DiffAcked}, Limit: 1000})
+	if err != nil {
+		return err
+	}
+	for _, d := range open {
+		fmt.Fprintf(out, "#%d %s %s %s expected %d actual %d (%+d) %s orders %s\n",
+			d.ID, d.ResourceType, d.BizKey, d.CheckName, d.Expected, d.Actual, d.Actual-d.Expected, d.Status, d.Orders)
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("%d reconciliation ticket(s) open", len(open))
+	}
+	return nil
 }

@@ -155,3 +155,35 @@ func TestUnknownCommand(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// unhold reconcile prints the run and its tickets, and fails while any is
+// open.
+func TestReconcileCommand(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "recon.db")
+	env := func(string) string { return "" }
+	ctx := context.Background()
+	var out strings.Builder
+	if err := run(ctx, []string{"reconcile", "-db", db}, env, &out, io.Discard); err != nil {
+		t.Fatalf("reconcile on an empty shop: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "0 diffs found") {
+		t.Fatalf("output: %s", out.String())
+	}
+	s, err := models.Open(ctx, db, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.SetStock(ctx, "sku-1", 5, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.W.Exec("UPDATE inventory SET locked = 1").Error; err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	err = run(ctx, []string{"reconcile", "-db", db}, env, &out, io.Discard)
+	if err == nil || !strings.Contains(out.String(), "inventory sku-1 HELD expected 0 actual 1 (+1) OPEN") {
+		t.Fatalf("reconcile with a hand edit = %v\n%s", err, out.String())
+	}
+}

@@ -1,0 +1,318 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// ReconRun is one reconciliation run.
+type ReconRun struct {
+	ID         int64      `json:"id"`
+	Trigger    string     `json:"trigger" gorm:"column:trigger_type"`
+	Actor      string     `json:"actor"`
+	Status     string     `json:"status"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Found      int64      `json:"found"`
+	Opened     int64      `json:"opened"`
+	Closed     int64      `json:"closed"`
+	Error      string     `json:"error,omitempty"`
+}
+
+// Reconciliation run statuses and triggers.
+const (
+	ReconRunning = "RUNNING"
+	ReconDone    = "DONE"
+	ReconFailed  = "FAILED"
+
+	ReconByCron = "CRON"
+	ReconByCLI  = "CLI"
+	ReconByAPI  = "API"
+	ReconByOps  = "DASHBOARD"
+)
+
+// DiffTicket is a reconciliation diff kept as a ticket: OPEN → ACKED →
+// RESOLVED, with who did it and a note. A positive Sign (actual above
+// expected) is a missed release; a negative one a double release or
+// rolled-back state.
+type DiffTicket struct {
+	ID           int64        `json:"id"`
+	ResourceType ResourceType `json:"resource"`
+	BizKey       string       `json:"key"`
+	CheckName    string       `json:"check"`
+	Expected     int64        `json:"expected"`
+	Actual       int64        `json:"actual"`
+	Sign         int          `json:"sign"`
+	Orders       string       `json:"orders"`
+	Status       string       `json:"status"`
+	FirstRunID   int64        `json:"first_run_id"`
+	LastRunID    int64        `json:"last_run_id"`
+	Note         string       `json:"note,omitempty"`
+	AckedBy      string       `json:"acked_by,omitempty"`
+	AckedAt      *time.Time   `json:"acked_at,omitempty"`
+	ResolvedBy   string       `json:"resolved_by,omitempty"`
+	ResolvedAt   *time.Time   `json:"resolved_at,omitempty"`
+	AutoClosed   bool         `json:"auto_closed"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+}
+
+// TableName is the ticket table.
+func (DiffTicket) TableName() string { return "recon_diffs" }
+
+// Ticket statuses.
+const (
+	DiffOpen     = "OPEN"
+	DiffAcked    = "ACKED"
+	DiffResolved = "RESOLVED"
+)
+
+// ErrDiffState refuses a ticket change its status does not allow.
+var ErrDiffState = &Error{"DIFF_STATE", "the diff is not in a state that allows this"}
+
+// maxOrdersPerDiff bounds the orders named on one ticket.
+const maxOrdersPerDiff = 10
+
+// RunReconciliation runs every resource's checks, keeps each diff as a
+// ticket (updating the open one for the same resource, key and check, or
+// opening a new one), and closes, saying so, every open ticket whose diff
+// is gone. The run is recorded with what it found.
+func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*ReconRun, error) {
+	run := &ReconRun{Trigger: trigger, Actor: actor, Status: ReconRunning, StartedAt: s.Now()}
+	if err := s.W.WithContext(ctx).Create(run).Error; err != nil {
+		return nil, fmt.Errorf("start reconciliation: %w", err)
+	}
+	found, err := s.Reconcile(ctx)
+	if err == nil {
+		err = s.recordDiffs(ctx, run, found)
+	}
+	if err != nil {
+		now := s.Now()
+		msg := err.Error()
+		if len(msg) > 1000 {
+			msg = msg[:1000]
+		}
+		ferr := s.W.WithContext(context.WithoutCancel(ctx)).Model(run).
+			Updates(map[string]any{"status": ReconFailed, "finished_at": now, "error": msg}).Error
+		return nil, errors.Join(fmt.Errorf("reconciliation run %d: %w", run.ID, err), ferr)
+	}
+	return run, nil
+}
+
+func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff) error {
+	orders, err := s.diffOrders(ctx, found)
+	if err != nil {
+		return err
+	}
+	return s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		for _, d := range found {
+			sign := 1
+			if d.Delta() < 0 {
+				sign = -1
+			}
+			ords := orders[string(d.Resource)+"/"+d.Key]
+			res := tx.Exec(`UPDATE recon_diffs SET expected = ?, actual = ?, sign = ?, orders = ?, last_run_id = ?, updated_at = ?
+				WHERE resource_type = ? AND biz_key = ? AND check_name = ? AND status <> 'RESOLVED'`,
+				d.Expected, d.Actual, sign, ords, run.ID, now, d.Resource, d.Key, d.Check)
+			if res.Error != nil {
+				return res.Error
+			}
+			if res.RowsAffected == 1 {
+				continue
+			}
+			t := DiffTicket{ResourceType: d.Resource, BizKey: d.Key, CheckName: d.Check, Expected: d.Expected, Actual: d.Actual,
+				Sign: sign, Orders: ords, Status: DiffOpen, FirstRunID: run.ID, LastRunID: run.ID, CreatedAt: now, UpdatedAt: now}
+			if err := tx.Create(&t).Error; err != nil {
+				return err
+			}
+			run.Opened++
+		}
+		res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
+			note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
+			WHERE status <> 'RESOLVED' AND last_run_id <> ?`,
+			true, now, now, fmt.Sprintf("gone in run %d: closed automatically", run.ID),
+			fmt.Sprintf("gone in run %d: closed automatically", run.ID), run.ID)
+		if res.Error != nil {
+			return res.Error
+		}
+		run.Closed = res.RowsAffected
+		run.Found = int64(len(found))
+		run.Status = ReconDone
+		run.FinishedAt = &now
+		return tx.Model(run).Updates(map[string]any{"status": run.Status, "finished_at": now,
+			"found": run.Found, "opened": run.Opened, "closed": run.Closed}).Error
+	})
+}
+
+// diffOrders names, per resource key with a diff, the orders that hold it
+// now: PENDING orders and orders with unfinished release tasks.
+func (s *Store) diffOrders(ctx context.Context, found []Diff) (map[string]string, error) {
+	keys := map[ResourceType][]string{}
+	for _, d := range found {
+		keys[d.Resource] = append(keys[d.Resource], d.Key)
+	}
+	out := map[string]string{}
+	for t, ks := range keys {
+		type row struct{ BizKey, OrderNo string }
+		var rows []row
+		err := s.R.WithContext(ctx).Raw(`SELECT h.biz_key, h.order_no FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING'
+			UNION
+			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')`,
+			t, ks, t, ks).Scan(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("orders of %s diffs: %w", t, err)
+		}
+		per := map[string][]string{}
+		for _, r := range rows {
+			per[r.BizKey] = append(per[r.BizKey], r.OrderNo)
+		}
+		for k, nos := range per {
+			sort.Strings(nos)
+			if len(nos) > maxOrdersPerDiff {
+				nos = nos[:maxOrdersPerDiff]
+			}
+			out[string(t)+"/"+k] = strings.Join(nos, ",")
+		}
+	}
+	return out, nil
+}
+
+// OpenDiffCounts counts the tickets not yet RESOLVED, per resource.
+func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, error) {
+	type row struct {
+		ResourceType ResourceType
+		N            int64
+	}
+	var rows []row
+	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, COUNT(*) AS n FROM recon_diffs
+		WHERE status IN ('OPEN','ACKED') GROUP BY resource_type`).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("count open diffs: %w", err)
+	}
+	out := make(map[ResourceType]int64, len(ResourceTypes))
+	for _, t := range ResourceTypes {
+		out[t] = 0
+	}
+	for _, r := range rows {
+		out[r.ResourceType] = r.N
+	}
+	return out, nil
+}
+
+// LastReconRun is the newest run, or nil before the first.
+func (s *Store) LastReconRun(ctx context.Context) (*ReconRun, error) {
+	var runs []ReconRun
+	if err := s.R.WithContext(ctx).Order("started_at DESC, id DESC").Limit(1).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("last reconciliation run: %w", err)
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	return &runs[0], nil
+}
+
+// ReconRuns lists the newest runs.
+func (s *Store) ReconRuns(ctx context.Context, limit int) ([]ReconRun, error) {
+	var runs []ReconRun
+	if err := s.R.WithContext(ctx).Order("started_at DESC, id DESC").Limit(limit).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("reconciliation runs: %w", err)
+	}
+	return runs, nil
+}
+
+// DiffFilter selects tickets. Zero values select everything.
+type DiffFilter struct {
+	Statuses []string
+	Resource ResourceType
+	Sign     int
+	After    Cursor
+	Limit    int
+}
+
+// ListDiffs lists tickets newest first, by keyset on (created_at, id).
+func (s *Store) ListDiffs(ctx context.Context, f DiffFilter) ([]DiffTicket, error) {
+	q := s.R.WithContext(ctx).Model(&DiffTicket{})
+	if len(f.Statuses) > 0 {
+		q = q.Where("status IN ?", f.Statuses)
+	}
+	if f.Resource != "" {
+		q = q.Where("resource_type = ?", f.Resource)
+	}
+	if f.Sign != 0 {
+		q = q.Where("sign = ?", f.Sign)
+	}
+	if f.After.ID != 0 {
+		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", f.After.At, f.After.At, f.After.ID)
+	}
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	var out []DiffTicket
+	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("list diffs: %w", err)
+	}
+	return out, nil
+}
+
+// GetDiff reads one ticket.
+func (s *Store) GetDiff(ctx context.Context, id int64) (*DiffTicket, error) {
+	var t DiffTicket
+	return &t, take(s.R.WithContext(ctx).Where("id = ?", id), &t, fmt.Sprintf("diff %d", id))
+}
+
+// AckDiff marks an OPEN ticket as seen by actor, with a note.
+func (s *Store) AckDiff(ctx context.Context, id int64, actor, note string) error {
+	return s.moveDiff(ctx, id, actor, note, "ack", []string{DiffOpen}, DiffAcked)
+}
+
+// ResolveDiff closes an OPEN or ACKED ticket; the note says what was done.
+func (s *Store) ResolveDiff(ctx context.Context, id int64, actor, note string) error {
+	if strings.TrimSpace(note) == "" {
+		return invalid("resolving a diff needs a note saying what was done")
+	}
+	return s.moveDiff(ctx, id, actor, note, "resolve", []string{DiffOpen, DiffAcked}, DiffResolved)
+}
+
+func (s *Store) moveDiff(ctx context.Context, id int64, actor, note, action string, from []string, to string) error {
+	if len(note) > 1000 {
+		return invalid("the note must be at most 1000 characters")
+	}
+	target := fmt.Sprintf("diff:%d", id)
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		set := map[string]any{"status": to, "updated_at": now, "note": gorm.Expr("CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END", note, note)}
+		if to == DiffAcked {
+			set["acked_by"], set["acked_at"] = actor, now
+		} else {
+			set["resolved_by"], set["resolved_at"] = actor, now
+		}
+		if note == "" {
+			delete(set, "note")
+		}
+		res := tx.Model(&DiffTicket{}).Where("id = ? AND status IN ?", id, from).Updates(set)
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			var t DiffTicket
+			if err := take(tx.Where("id = ?", id), &t, target); err != nil {
+				return err
+			}
+			return fmt.Errorf("%w: diff %d is %s", ErrDiffState, id, t.Status)
+		}
+		return tx.Create(&AuditEntry{Actor: actor, Action: "diff_" + action, Target: target, Reason: note,
+			Outcome: "ok", Detail: "now " + to, CreatedAt: now}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("%s diff %d: %w", action, id, err)
+	}
+	return nil
+}
