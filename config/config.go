@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Accepted values of Config.CouponExpiry.
@@ -47,6 +49,14 @@ type Config struct {
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
 	TZ                string        // dashboard time zone until the browser tells its own
 	Args              []string      // positional arguments left after the flags
+
+	// Daily jobs, in TZ. A schedule is "@every <duration>" or a 5-field
+	// cron spec (robfig/cron's standard parser); a bare duration means @every.
+	ReconcileAt          string        // daily reconciliation, "HH:MM"
+	LedgerReportSchedule string        // yesterday's ledger totals
+	CleanupSchedule      string        // deletion of old attempts of finished tasks
+	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
+	JobLease             time.Duration // a cron job's lease across instances, renewed while it runs
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -79,6 +89,14 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")
 	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
 	rescue := text("lease-rescue-every", "UNHOLD_LEASE_RESCUE_EVERY", "30s", "lease rescue interval")
+	reconAt := text("recon-at", "UNHOLD_RECON_AT", "03:00", "daily reconciliation time, HH:MM in -tz")
+	reportSched := text("ledger-report-schedule", "UNHOLD_LEDGER_REPORT_SCHEDULE", "5 0 * * *",
+		"daily ledger report schedule: @every <duration> or a 5-field cron spec, in -tz")
+	cleanupSched := text("cleanup-schedule", "UNHOLD_CLEANUP_SCHEDULE", "30 4 * * *",
+		"cleanup of old task attempts: @every <duration> or a 5-field cron spec, in -tz")
+	retention := text("attempt-retention-days", "UNHOLD_ATTEMPT_RETENTION_DAYS", "90",
+		"days an attempt of a finished task (and a recorded job run) is kept, 1 to 3650")
+	jobLease := text("job-lease", "UNHOLD_JOB_LEASE", "1m", "a cron job's lease across instances, at least 3s")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
@@ -130,13 +148,28 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if cfg.LeaseDuration, err = durationMin(lease, time.Second); err != nil {
 		return Config{}, err
 	}
-	if cfg.SweepEvery, err = durationMin(sweep, time.Millisecond); err != nil {
+	if cfg.SweepEvery, err = interval(sweep); err != nil {
 		return Config{}, err
 	}
-	if cfg.TimeoutCloseEvery, err = durationMin(timeoutClose, time.Millisecond); err != nil {
+	if cfg.TimeoutCloseEvery, err = interval(timeoutClose); err != nil {
 		return Config{}, err
 	}
-	if cfg.LeaseRescueEvery, err = durationMin(rescue, time.Millisecond); err != nil {
+	if cfg.LeaseRescueEvery, err = interval(rescue); err != nil {
+		return Config{}, err
+	}
+	if cfg.ReconcileAt, err = clockTime(reconAt); err != nil {
+		return Config{}, err
+	}
+	if cfg.LedgerReportSchedule, err = schedule(reportSched); err != nil {
+		return Config{}, err
+	}
+	if cfg.CleanupSchedule, err = schedule(cleanupSched); err != nil {
+		return Config{}, err
+	}
+	if cfg.AttemptRetentionDays, err = intIn(retention, 1, 3650); err != nil {
+		return Config{}, err
+	}
+	if cfg.JobLease, err = durationMin(jobLease, 3*time.Second); err != nil {
 		return Config{}, err
 	}
 	if cfg.CouponExpiry, err = oneOf(couponExpiry, CouponExpiryExtend, CouponExpiryKeep); err != nil {
@@ -219,4 +252,47 @@ func oneOf(s *setting, accepted ...string) (string, error) {
 		}
 	}
 	return "", s.errorf("one of " + strings.Join(accepted, ", "))
+}
+
+// interval is a job interval: the scheduler ticks in whole seconds.
+func interval(s *setting) (time.Duration, error) {
+	d, err := time.ParseDuration(s.value)
+	if err != nil || d < time.Second || d%time.Second != 0 {
+		return 0, s.errorf("a whole number of seconds, at least 1s, like 10s or 2m")
+	}
+	return d, nil
+}
+
+// clockTime is a time of day, HH:MM from 00:00 to 23:59.
+func clockTime(s *setting) (string, error) {
+	h, m, ok := strings.Cut(s.value, ":")
+	hour, herr := strconv.Atoi(h)
+	minute, merr := strconv.Atoi(m)
+	if !ok || herr != nil || merr != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 {
+		return "", s.errorf("a time of day HH:MM from 00:00 to 23:59")
+	}
+	return fmt.Sprintf("%02d:%02d", hour, minute), nil
+}
+
+// schedule is a job schedule as the scheduler reads it: "@every <d>" in
+// whole seconds of at least 1s, or what robfig/cron's standard parser takes
+// (a 5-field spec, or a descriptor such as @daily). A bare duration means
+// @every.
+func schedule(s *setting) (string, error) {
+	spec := strings.TrimSpace(s.value)
+	if _, err := time.ParseDuration(spec); err == nil {
+		spec = "@every " + spec
+	}
+	bad := s.errorf(`@every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *"`)
+	if d, ok := strings.CutPrefix(spec, "@every "); ok {
+		if _, err := interval(&setting{value: strings.TrimSpace(d)}); err != nil {
+			return "", bad
+		}
+		return spec, nil
+	}
+	if _, err := cron.ParseStandard(spec); err != nil || strings.Contains(spec, "TZ=") {
+		return "", bad
+	}
+	return spec, nil
 }

@@ -32,6 +32,12 @@ func defaults(t *testing.T) Config {
 		Demo:              false,
 		LogFormat:         LogFormatAuto,
 		TZ:                "Asia/Shanghai",
+
+		ReconcileAt:          "03:00",
+		LedgerReportSchedule: "5 0 * * *",
+		CleanupSchedule:      "30 4 * * *",
+		AttemptRetentionDays: 90,
+		JobLease:             time.Minute,
 	}
 }
 
@@ -52,6 +58,12 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_DEMO":                "true",
 		"UNHOLD_LOG_FORMAT":          "json",
 		"UNHOLD_TZ":                  "Europe/Berlin",
+
+		"UNHOLD_RECON_AT":               "4:30",
+		"UNHOLD_LEDGER_REPORT_SCHEDULE": "@daily",
+		"UNHOLD_CLEANUP_SCHEDULE":       "6h",
+		"UNHOLD_ATTEMPT_RETENTION_DAYS": "30",
+		"UNHOLD_JOB_LEASE":              "2m",
 	}
 
 	tests := []struct {
@@ -78,6 +90,11 @@ func TestLoad(t *testing.T) {
 				c.Demo = true
 				c.LogFormat = LogFormatJSON
 				c.TZ = "Europe/Berlin"
+				c.ReconcileAt = "04:30"
+				c.LedgerReportSchedule = "@daily"
+				c.CleanupSchedule = "@every 6h"
+				c.AttemptRetentionDays = 30
+				c.JobLease = 2 * time.Minute
 			},
 		},
 		{
@@ -97,6 +114,11 @@ func TestLoad(t *testing.T) {
 				"-demo=false",
 				"-log-format", "text",
 				"-tz", "UTC",
+				"-recon-at", "23:59",
+				"-ledger-report-schedule", "10 0 * * *",
+				"-cleanup-schedule", "@every 1h30m",
+				"-attempt-retention-days", "3650",
+				"-job-lease", "3s",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -112,6 +134,11 @@ func TestLoad(t *testing.T) {
 				c.Demo = false
 				c.LogFormat = LogFormatText
 				c.TZ = "UTC"
+				c.ReconcileAt = "23:59"
+				c.LedgerReportSchedule = "10 0 * * *"
+				c.CleanupSchedule = "@every 1h30m"
+				c.AttemptRetentionDays = 3650
+				c.JobLease = 3 * time.Second
 			},
 		},
 		{
@@ -180,11 +207,23 @@ func TestLoadInvalid(t *testing.T) {
 		{"lease too short", nil, []string{"-lease", "999ms"},
 			`config: -lease must be a duration of at least 1s, like 30s or 2m, got "999ms"`},
 		{"sweep zero", map[string]string{"UNHOLD_SWEEP_EVERY": "0s"}, nil,
-			`config: UNHOLD_SWEEP_EVERY must be a duration of at least 1ms, like 30s or 2m, got "0s"`},
+			`config: UNHOLD_SWEEP_EVERY must be a whole number of seconds, at least 1s, like 10s or 2m, got "0s"`},
+		{"sweep below a second", nil, []string{"-sweep-every", "500ms"},
+			`config: -sweep-every must be a whole number of seconds, at least 1s, like 10s or 2m, got "500ms"`},
 		{"timeout close negative", nil, []string{"-timeout-close-every", "-1s"},
-			`config: -timeout-close-every must be a duration of at least 1ms, like 30s or 2m, got "-1s"`},
+			`config: -timeout-close-every must be a whole number of seconds, at least 1s, like 10s or 2m, got "-1s"`},
 		{"lease rescue bad", map[string]string{"UNHOLD_LEASE_RESCUE_EVERY": "soon"}, nil,
-			`config: UNHOLD_LEASE_RESCUE_EVERY must be a duration of at least 1ms, like 30s or 2m, got "soon"`},
+			`config: UNHOLD_LEASE_RESCUE_EVERY must be a whole number of seconds, at least 1s, like 10s or 2m, got "soon"`},
+		{"recon at", map[string]string{"UNHOLD_RECON_AT": "24:00"}, nil,
+			`config: UNHOLD_RECON_AT must be a time of day HH:MM from 00:00 to 23:59, got "24:00"`},
+		{"ledger report schedule", nil, []string{"-ledger-report-schedule", "0 5 0 * * *"},
+			`config: -ledger-report-schedule must be @every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *", got "0 5 0 * * *"`},
+		{"cleanup schedule", map[string]string{"UNHOLD_CLEANUP_SCHEDULE": "@every 0s"}, nil,
+			`config: UNHOLD_CLEANUP_SCHEDULE must be @every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *", got "@every 0s"`},
+		{"retention zero", nil, []string{"-attempt-retention-days", "0"},
+			`config: -attempt-retention-days must be an integer from 1 to 3650, got "0"`},
+		{"job lease short", map[string]string{"UNHOLD_JOB_LEASE": "2s"}, nil,
+			`config: UNHOLD_JOB_LEASE must be a duration of at least 3s, like 30s or 2m, got "2s"`},
 		{"coupon expiry", map[string]string{"UNHOLD_COUPON_EXPIRY": "Extend"}, nil,
 			`config: UNHOLD_COUPON_EXPIRY must be one of extend, keep, got "Extend"`},
 		{"coupon extend days negative", nil, []string{"-coupon-extend-days", "-1"},
@@ -231,4 +270,58 @@ func TestLoadHelp(t *testing.T) {
 
 func mapEnv(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
+}
+
+// Every form a schedule may take, and the forms it may not.
+func TestLoadSchedules(t *testing.T) {
+	t.Parallel()
+	good := map[string]string{
+		"5 0 * * *":    "5 0 * * *",
+		"*/15 * * * *": "*/15 * * * *",
+		"0 3 * * 1-5":  "0 3 * * 1-5",
+		"@every 90s":   "@every 90s",
+		"@every 1h":    "@every 1h",
+		"45m":          "@every 45m",
+		"@daily":       "@daily",
+		"@hourly":      "@hourly",
+		" 5 0 * * * ":  "5 0 * * *",
+	}
+	for in, want := range good {
+		for _, field := range []string{"-ledger-report-schedule", "-cleanup-schedule"} {
+			cfg, err := Load([]string{field, in}, mapEnv(nil))
+			if err != nil {
+				t.Errorf("%s %q: %v", field, in, err)
+				continue
+			}
+			got := cfg.LedgerReportSchedule
+			if field == "-cleanup-schedule" {
+				got = cfg.CleanupSchedule
+			}
+			if got != want {
+				t.Errorf("%s %q = %q, want %q", field, in, got, want)
+			}
+		}
+	}
+	bad := []string{
+		"", "daily", "every 5m", "@every", "@every 500ms", "@every 1.5s", "@every -1m", "@every 0s", "0s", "-5m",
+		"* * * *", "0 0 0 * * *", "61 * * * *", "* 24 * * *", "* * 32 * *", "* * * 13 *", "* * * * 8",
+		"@sometimes", "CRON_TZ=UTC 5 0 * * *", "TZ=Asia/Tokyo 0 3 * * *",
+	}
+	for _, in := range bad {
+		if cfg, err := Load([]string{"-cleanup-schedule", in}, mapEnv(nil)); err == nil {
+			t.Errorf("schedule %q accepted as %q", in, cfg.CleanupSchedule)
+		} else if !strings.Contains(err.Error(), "-cleanup-schedule must be @every <duration>") {
+			t.Errorf("schedule %q: error %q does not say what is accepted", in, err)
+		}
+	}
+	for in, want := range map[string]string{"03:00": "03:00", "3:00": "03:00", "0:05": "00:05", "23:59": "23:59"} {
+		if cfg, err := Load([]string{"-recon-at", in}, mapEnv(nil)); err != nil || cfg.ReconcileAt != want {
+			t.Errorf("recon at %q = %q, %v; want %q", in, cfg.ReconcileAt, err, want)
+		}
+	}
+	for _, in := range []string{"", "3", "3pm", "24:00", "12:60", "12:5", "012:00", "-1:00", "12:00:00", " 3:00"} {
+		if _, err := Load([]string{"-recon-at", in}, mapEnv(nil)); err == nil {
+			t.Errorf("recon at %q accepted", in)
+		}
+	}
 }

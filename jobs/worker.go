@@ -19,11 +19,19 @@ type Worker struct {
 	timeout time.Duration
 	log     *slog.Logger
 	wake    chan struct{}
+	metrics *Metrics
 }
 
 // NewWorker makes a worker that leases batch tasks at a time for lease.
 func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *slog.Logger) *Worker {
 	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 4, log: log, wake: make(chan struct{}, 1)}
+}
+
+// WithMetrics makes the worker record every release in m (nil: none). Call
+// it before Run.
+func (w *Worker) WithMetrics(m *Metrics) *Worker {
+	w.metrics = m
+	return w
 }
 
 // ID is the worker's name, written on leases, attempts and ledger rows.
@@ -69,7 +77,8 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 			// run out before its try could finish is left for its lease to
 			// expire rather than tried and lost.
 			if t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil) {
-				st["LEASE_SHORT"]++
+				st[OutcomeLeaseShort]++
+				w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
 				continue
 			}
 			st[w.release(ctx, t)]++
@@ -84,18 +93,20 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome string) {
 	attrs := []any{slog.Int64("task_id", t.ID), slog.String("order_no", t.OrderNo),
 		slog.String("resource", string(t.ResourceType)), slog.String("worker", w.id)}
+	var res models.ReleaseResult
 	defer func() {
 		if r := recover(); r != nil {
 			w.log.Error("release crashed; the task returns when its lease expires", append(attrs, slog.Any("panic", fmt.Sprint(r)))...)
-			outcome = "CRASHED"
+			outcome = OutcomeCrashed
 		}
+		w.metrics.ObserveRelease(t, outcome, res.Class, w.s.Now())
 	}()
 	tctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	res, err := w.s.ReleaseTask(tctx, t, w.id)
 	if err != nil {
 		w.log.Error("release task", append(attrs, slog.Any("err", err))...)
-		return "ERROR"
+		return OutcomeError
 	}
 	switch res.Outcome {
 	case models.OutcomeRetry, models.OutcomeManual:

@@ -80,7 +80,9 @@ func SQLiteDSN(path string, readOnly bool) string {
 	} else {
 		q.Set("_txlock", "immediate")
 	}
-	q.Set("_time_format", "sqlite")
+	// No _time_format: the driver's default already writes the layout we
+	// compare as text, and glebarez/go-sqlite stops reading the DSN after
+	// _time_format, so a _txlock after it would be silently ignored.
 	return "file:" + path + "?" + q.Encode()
 }
 

@@ -6,6 +6,9 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"unhold/models"
 )
@@ -85,5 +88,63 @@ func TestSQLiteConcurrentWritersFromTwoStores(t *testing.T) {
 	}
 	if sku.Locked != 2*per || sku.Available != 1000-2*per {
 		t.Fatalf("sku = %+v, want %d locked", sku, 2*per)
+	}
+}
+
+// Write transactions begin IMMEDIATE: two processes (two stores) running
+// read-then-write transactions on one file at once neither fail with
+// SQLITE_BUSY nor lose an update. With DEFERRED transactions (a DSN option
+// the driver ignored once) the second writer's upgrade fails at once.
+func TestSQLiteWriteTransactionsAreImmediate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "immediate.db")
+	ctx := context.Background()
+	var stores []*models.Store
+	for range 2 {
+		s, err := models.Open(ctx, path, models.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	if _, err := stores[0].Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[0].SetStock(ctx, "sku-1", 1000, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	const per = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*per)
+	for _, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				errs <- s.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+					var n int64
+					if err := tx.Raw("SELECT available FROM inventory WHERE sku_id = 'sku-1'").Scan(&n).Error; err != nil {
+						return err
+					}
+					time.Sleep(time.Millisecond) // let the other process commit in between, if it can
+					return tx.Exec("UPDATE inventory SET available = ? WHERE sku_id = 'sku-1'", n-1).Error
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("read-then-write transaction: %v", err)
+		}
+	}
+	sku, err := stores[0].GetSKU(ctx, "sku-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sku.Available != 1000-2*per {
+		t.Fatalf("available = %d, want %d: an update was lost", sku.Available, 1000-2*per)
 	}
 }

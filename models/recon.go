@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -73,8 +74,15 @@ const (
 	DiffResolved = "RESOLVED"
 )
 
-// ErrDiffState refuses a ticket change its status does not allow.
-var ErrDiffState = &Error{"DIFF_STATE", "the diff is not in a state that allows this"}
+// Reconciliation refusals.
+var (
+	ErrDiffState    = &Error{"DIFF_STATE", "the diff is not in a state that allows this"}
+	ErrReconRunning = &Error{"RECON_RUNNING", "a reconciliation is already running"}
+)
+
+// ReconAbandoned is how long a run may stay RUNNING before the next run
+// takes it for dead.
+const ReconAbandoned = 30 * time.Minute
 
 // maxOrdersPerDiff bounds the orders named on one ticket.
 const maxOrdersPerDiff = 10
@@ -84,8 +92,18 @@ const maxOrdersPerDiff = 10
 // opening a new one), and closes, saying so, every open ticket whose diff
 // is gone. The run is recorded with what it found.
 func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*ReconRun, error) {
-	run := &ReconRun{Trigger: trigger, Actor: actor, Status: ReconRunning, StartedAt: s.Now()}
+	now := s.Now()
+	// A run that has been RUNNING this long died with its process.
+	err := s.W.WithContext(ctx).Model(&ReconRun{}).Where("status = ? AND started_at < ?", ReconRunning, now.Add(-ReconAbandoned)).
+		Updates(map[string]any{"status": ReconFailed, "finished_at": now, "error": "abandoned: still RUNNING after " + ReconAbandoned.String()}).Error
+	if err != nil {
+		return nil, fmt.Errorf("start reconciliation: %w", err)
+	}
+	run := &ReconRun{Trigger: trigger, Actor: actor, Status: ReconRunning, StartedAt: now}
 	if err := s.W.WithContext(ctx).Create(run).Error; err != nil {
+		if isUniqueViolation(err) {
+			return nil, fmt.Errorf("%w: another reconciliation is running", ErrReconRunning)
+		}
 		return nil, fmt.Errorf("start reconciliation: %w", err)
 	}
 	found, err := s.Reconcile(ctx)
@@ -282,7 +300,7 @@ func (s *Store) ResolveDiff(ctx context.Context, id int64, actor, note string) e
 }
 
 func (s *Store) moveDiff(ctx context.Context, id int64, actor, note, action string, from []string, to string) error {
-	if len(note) > 1000 {
+	if utf8.RuneCountInString(note) > 1000 {
 		return invalid("the note must be at most 1000 characters")
 	}
 	target := fmt.Sprintf("diff:%d", id)

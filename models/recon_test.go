@@ -65,7 +65,9 @@ func TestReconciliationFindsPlantedInconsistencies(t *testing.T) {
 			must(t, func() error { _, err := b.s.CloseOrder(b.ctx, no, models.TriggerTimeout, "system"); return err })
 		}
 		// The missed release: its task is marked DONE but nothing was given back.
-		must(t, func() error { return b.s.W.Exec("UPDATE release_tasks SET status = 'DONE' WHERE order_no = 'missed'").Error })
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE release_tasks SET status = 'DONE' WHERE order_no = 'missed'").Error
+		})
 		b.drain(t, "w1")
 
 		run, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test")
@@ -189,6 +191,28 @@ func TestReconciliationQuietOnConsistentShop(t *testing.T) {
 		last, err := b.s.LastReconRun(b.ctx)
 		if err != nil || last.ID != run.ID || last.FinishedAt == nil {
 			t.Fatalf("last run = %+v, %v", last, err)
+		}
+	})
+}
+
+// One reconciliation at a time: a second start is refused while one is
+// RUNNING, and a run left RUNNING by a dead process is taken for dead.
+func TestReconciliationOneAtATime(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		must(t, func() error {
+			return b.s.W.Exec("INSERT INTO recon_runs (trigger_type, actor, status, started_at) VALUES ('CRON', 'other', 'RUNNING', ?)", b.clock.Now()).Error
+		})
+		if _, err := b.s.RunReconciliation(b.ctx, models.ReconByAPI, "test"); !errors.Is(err, models.ErrReconRunning) {
+			t.Fatalf("second run = %v, want ErrReconRunning", err)
+		}
+		b.clock.Advance(31 * time.Minute)
+		run, err := b.s.RunReconciliation(b.ctx, models.ReconByAPI, "test")
+		if err != nil || run.Status != models.ReconDone {
+			t.Fatalf("run after the other died = %+v, %v", run, err)
+		}
+		runs, _ := b.s.ReconRuns(b.ctx, 10)
+		if len(runs) != 2 || runs[1].Status != models.ReconFailed || !strings.Contains(runs[1].Error, "abandoned") {
+			t.Fatalf("runs = %+v", runs)
 		}
 	})
 }

@@ -5,7 +5,7 @@ type text map[string][2]string
 
 // catalog is every string the dashboard shows, each page's own set kept in
 // its own file.
-var catalog = merge(commonText, overviewText, ordersText, tasksText, ledgerText)
+var catalog = merge(commonText, overviewText, ordersText, tasksText, ledgerText, reconText, jobsText)
 
 func merge(sets ...text) text {
 	out := text{}
@@ -28,6 +28,8 @@ var commonText = text{
 	"nav.coupons":   {"优惠券", "Coupons"},
 	"nav.balances":  {"余额与积分", "Balances & points"},
 	"nav.report":    {"日报", "Daily report"},
+	"nav.recon":     {"对账", "Reconciliation"},
+	"nav.jobs":      {"定时任务", "Jobs"},
 	"nav.main":      {"主导航", "Main navigation"},
 	"print":         {"打印", "Print"},
 	"filter":        {"筛选", "Filter"},

@@ -13,9 +13,9 @@ var overviewText = text{
 	"overview.manual.help":     {"需人工处理：修正数据后重跑", "Needs a person: fix the data, then rerun"},
 	"overview.retry.help":      {"将按退避计划自动重试", "Will retry on the backoff schedule"},
 	"overview.diffs":           {"未平账差异", "Open reconciliation diffs"},
-	"overview.diffs.help":      {"资源占用与订单/任务不符（点开看库存）", "Held amounts that disagree with orders and tasks (see inventory)"},
-	"overview.diffs.counting":  {"统计中…", "counting…"},
-	"overview.diffs.at":        {"统计于", "counted"},
+	"overview.diffs.help":      {"最近一次对账发现、尚未解决的差异工单", "Tickets from reconciliation runs not yet resolved"},
+	"overview.diffs.never":     {"尚未对账（每天 03:00 及手动触发）", "not reconciled yet (daily at 03:00, or on demand)"},
+	"overview.diffs.at":        {"最近对账", "last run"},
 	"overview.duplicates":      {"重复释放拦截（24 小时）", "Duplicate releases stopped (24 h)"},
 	"overview.duplicates.help": {"账本唯一键拦下的重复释放，计为成功；突增说明关单被重复触发。", "Repeat releases the ledger's unique key stopped, counted as success; a spike means closes are triggered repeatedly."},
 

@@ -14,31 +14,31 @@ import (
 func TestBalancesFreezeAndRelease(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 5, 0, "ops:1")
-		ledTry(t, "stock", err)
+		try(t, "stock", err)
 		_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "ops:1")
-		ledTry(t, "credit", err)
+		try(t, "credit", err)
 		_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 500, "ops:1")
-		ledTry(t, "credit", err)
+		try(t, "credit", err)
 		_, err = b.s.Credit(b.ctx, "u2", models.AssetBalance, 50, "ops:1")
-		ledTry(t, "credit", err)
+		try(t, "credit", err)
 		b.clock.Advance(time.Minute)
 		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
 			Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 300}, {Asset: models.AssetPoints, Amount: 20}}})
-		ledTry(t, "place", err)
+		try(t, "place", err)
 
-		held := ledGet(t, b, "/balances?user=u1", "", http.StatusOK)
-		ledWant(t, held, "bal-BALANCE-available", "700")
-		ledWant(t, held, "bal-BALANCE-frozen", "300")
-		ledWant(t, held, "bal-POINTS-frozen", "20")
-		ledWant(t, held, "bal-BALANCE-spent", "0")
+		held := getPageBoth(t, b, "/balances?user=u1", "", http.StatusOK)
+		requireText(t, held, "bal-BALANCE-available", "700")
+		requireText(t, held, "bal-BALANCE-frozen", "300")
+		requireText(t, held, "bal-POINTS-frozen", "20")
+		requireText(t, held, "bal-BALANCE-spent", "0")
 
 		b.clock.Advance(time.Minute)
 		_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerTimeout, "timeout")
-		ledTry(t, "close", err)
+		try(t, "close", err)
 		drain(t, b)
-		body := ledGet(t, b, "/balances?user=u1&asset=BALANCE", "", http.StatusOK)
-		ledWant(t, body, "bal-BALANCE-available", "1,000")
-		ledWant(t, body, "bal-BALANCE-frozen", "0")
+		body := getPageBoth(t, b, "/balances?user=u1&asset=BALANCE", "", http.StatusOK)
+		requireText(t, body, "bal-BALANCE-available", "1,000")
+		requireText(t, body, "bal-BALANCE-frozen", "0")
 		rows := ledRows(body, "flow-")
 		if len(rows) != 3 {
 			t.Fatalf("balance ledger has %d rows, want 3 (credit, freeze, release)", len(rows))
@@ -55,18 +55,18 @@ func TestBalancesFreezeAndRelease(t *testing.T) {
 			}
 		}
 		// Both assets: points rows too, newest first.
-		both := ledGet(t, b, "/balances?user=u1", "", http.StatusOK)
+		both := getPageBoth(t, b, "/balances?user=u1", "", http.StatusOK)
 		if n := len(ledRows(both, "flow-")); n != 6 {
 			t.Fatalf("both assets have %d rows, want 6", n)
 		}
 		if strings.Contains(both, "u2") {
 			t.Fatal("u2's rows on u1's page")
 		}
-		ledHas(t, ledGet(t, b, "/balances?user=nobody", "", http.StatusOK), "bal-no-account", true)
+		requireElement(t, getPageBoth(t, b, "/balances?user=nobody", "", http.StatusOK), "bal-no-account", true)
 
 		// Without a user: what the page is for, and the accounts that moved last.
-		home := ledGet(t, b, "/balances", "", http.StatusOK)
-		ledHas(t, home, "bal-explain", true)
+		home := getPageBoth(t, b, "/balances", "", http.StatusOK)
+		requireElement(t, home, "bal-explain", true)
 		recent := ledRows(home, "bal-recent-")
 		if len(recent) != 3 || !strings.Contains(recent[0], "bal-recent-u1-") || !strings.Contains(recent[2], "bal-recent-u2-BALANCE") {
 			t.Fatalf("recent accounts %v, want u1's two, then u2's", recent)
@@ -79,14 +79,14 @@ func TestBalancesPages(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for range 55 {
 			_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, 10, "ops:1")
-			ledTry(t, "credit", err)
+			try(t, "credit", err)
 			_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 1, "ops:1")
-			ledTry(t, "credit", err)
+			try(t, "credit", err)
 		}
 		seen := map[string]bool{}
 		path, pages := "/balances?user=u1", 0
 		for path != "" {
-			body := ledGet(t, b, path, "", http.StatusOK)
+			body := getPageBoth(t, b, path, "", http.StatusOK)
 			for _, r := range ledRows(body, "flow-") {
 				if seen[r] {
 					t.Fatalf("row %s twice", r)
@@ -94,13 +94,13 @@ func TestBalancesPages(t *testing.T) {
 				seen[r] = true
 			}
 			pages++
-			path, _ = ledHref(body, "page-next")
+			path, _ = testidHref(body, "page-next")
 		}
 		if len(seen) != 110 || pages != 3 {
 			t.Fatalf("%d rows on %d pages, want 110 on 3", len(seen), pages)
 		}
-		points := ledGet(t, b, "/balances?user=u1&asset=POINTS", "", http.StatusOK)
-		next, _ := ledHref(points, "page-next")
+		points := getPageBoth(t, b, "/balances?user=u1&asset=POINTS", "", http.StatusOK)
+		next, _ := testidHref(points, "page-next")
 		if len(ledRows(points, "flow-")) != 50 || next != "/balances?after=12&asset=POINTS&user=u1" {
 			t.Fatalf("points page 1: next %q", next)
 		}

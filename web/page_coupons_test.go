@@ -18,27 +18,27 @@ type couponShop struct{ p1, p2, m1, m2 int64 }
 func seedCoupons(t *testing.T, b bundle) couponShop {
 	t.Helper()
 	_, err := b.s.SetStock(b.ctx, "sku-1", 100, 0, "test")
-	ledTry(t, "stock", err)
+	try(t, "stock", err)
 	exp := b.clock.Now().Add(30 * 24 * time.Hour)
 	coupon := func(u string, o models.CouponOwner) int64 {
 		cp, err := b.s.CreateCoupon(b.ctx, u, o, exp, "test")
-		ledTry(t, "coupon", err)
+		try(t, "coupon", err)
 		return cp.ID
 	}
 	cs := couponShop{p1: coupon("u1", models.CouponPlatform), p2: coupon("u1", models.CouponPlatform),
 		m1: coupon("u1", models.CouponMerchant), m2: coupon("u2", models.CouponMerchant)}
 	place := func(no, u string, c int64) {
 		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: u, Items: []models.Item{{SkuID: "sku-1", Qty: 1}}, CouponIDs: []int64{c}})
-		ledTry(t, "place "+no, err)
+		try(t, "place "+no, err)
 	}
 	place("o-p", "u1", cs.p1)
 	place("o-m", "u1", cs.m1)
 	place("o-x", "u2", cs.m2)
 	_, err = b.s.CloseOrder(b.ctx, "o-p", models.TriggerUserCancel, "user:u1")
-	ledTry(t, "close", err)
+	try(t, "close", err)
 	drain(t, b)
 	_, err = b.s.PayOrder(b.ctx, "o-m", "txn-m")
-	ledTry(t, "pay", err)
+	try(t, "pay", err)
 	return cs
 }
 
@@ -48,10 +48,10 @@ func ledTotals(t *testing.T, body string, want map[string]int64) {
 	for _, o := range []string{"PLATFORM", "MERCHANT"} {
 		var sum int64
 		for _, typ := range []string{"LOCK", "DEDUCT", "RELEASE", "ADJUST"} {
-			ledWant(t, body, "coupon-total-"+o+"-"+typ, fmt.Sprint(want[o+"-"+typ]))
+			requireText(t, body, "coupon-total-"+o+"-"+typ, fmt.Sprint(want[o+"-"+typ]))
 			sum += want[o+"-"+typ]
 		}
-		ledWant(t, body, "coupon-total-"+o, fmt.Sprint(sum))
+		requireText(t, body, "coupon-total-"+o, fmt.Sprint(sum))
 	}
 }
 
@@ -61,24 +61,24 @@ func TestCouponLedgerOwners(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cs := seedCoupons(t, b)
 
-		all := ledGet(t, b, "/coupons", "", http.StatusOK)
+		all := getPageBoth(t, b, "/coupons", "", http.StatusOK)
 		if n := len(ledFlowRows(all)); n != 9 {
 			t.Fatalf("%d ledger rows, want 9", n)
 		}
 		// No filter bounds the rows: no totals, a way to get them.
-		ledHas(t, all, "coupon-totals-hint", true)
-		today, _ := ledHref(all, "coupon-totals-today")
+		requireElement(t, all, "coupon-totals-hint", true)
+		today, _ := testidHref(all, "coupon-totals-today")
 		if today != "/coupons?from=2026-11-29&to=2026-11-29" {
 			t.Fatalf("today link %q", today)
 		}
-		day := ledGet(t, b, today, "", http.StatusOK)
+		day := getPageBoth(t, b, today, "", http.StatusOK)
 		ledTotals(t, day, map[string]int64{"PLATFORM-ADJUST": 2, "PLATFORM-LOCK": 1, "PLATFORM-RELEASE": 1,
 			"MERCHANT-ADJUST": 2, "MERCHANT-LOCK": 2, "MERCHANT-DEDUCT": 1})
-		next := ledGet(t, b, "/coupons?from=2026-11-30&to=2026-11-30", "", http.StatusOK)
+		next := getPageBoth(t, b, "/coupons?from=2026-11-30&to=2026-11-30", "", http.StatusOK)
 		ledTotals(t, next, nil)
-		ledHas(t, next, "coupon-empty", true)
+		requireElement(t, next, "coupon-empty", true)
 
-		u1 := ledGet(t, b, "/coupons?user=u1", "", http.StatusOK)
+		u1 := getPageBoth(t, b, "/coupons?user=u1", "", http.StatusOK)
 		ledTotals(t, u1, map[string]int64{"PLATFORM-ADJUST": 2, "PLATFORM-LOCK": 1, "PLATFORM-RELEASE": 1,
 			"MERCHANT-ADJUST": 1, "MERCHANT-LOCK": 1, "MERCHANT-DEDUCT": 1})
 		// Where did p1 go: back to UNUSED after o-p closed; m1 was used by o-m.
@@ -91,31 +91,31 @@ func TestCouponLedgerOwners(t *testing.T) {
 			t.Fatal("u2's coupon listed for u1")
 		}
 
-		merchant := ledGet(t, b, "/coupons?owner=MERCHANT", "", http.StatusOK)
+		merchant := getPageBoth(t, b, "/coupons?owner=MERCHANT", "", http.StatusOK)
 		owners := ledOwners(merchant)
 		if len(owners) != 5 || strings.Count(strings.Join(owners, ","), "商家券") != 5 {
 			t.Fatalf("merchant rows show owners %v", owners)
 		}
 		// The coupon's status now: only m2 is LOCKED.
-		locked := ledGet(t, b, "/coupons?status=LOCKED", "", http.StatusOK)
+		locked := getPageBoth(t, b, "/coupons?status=LOCKED", "", http.StatusOK)
 		if rows := ledOwners(locked); len(rows) != 2 || !strings.Contains(locked, `href="/orders/o-x"`) {
 			t.Fatalf("LOCKED rows %v", rows)
 		}
-		used := ledGet(t, b, "/coupons?user=u1&status=USED", "", http.StatusOK)
+		used := getPageBoth(t, b, "/coupons?user=u1&status=USED", "", http.StatusOK)
 		ledTotals(t, used, map[string]int64{"MERCHANT-ADJUST": 1, "MERCHANT-LOCK": 1, "MERCHANT-DEDUCT": 1})
-		order := ledGet(t, b, "/coupons?order=+o-m+", "", http.StatusOK)
+		order := getPageBoth(t, b, "/coupons?order=+o-m+", "", http.StatusOK)
 		ledTotals(t, order, map[string]int64{"MERCHANT-LOCK": 1, "MERCHANT-DEDUCT": 1})
-		one := ledGet(t, b, fmt.Sprint("/coupons?coupon=", cs.p1), "", http.StatusOK)
+		one := getPageBoth(t, b, fmt.Sprint("/coupons?coupon=", cs.p1), "", http.StatusOK)
 		ledTotals(t, one, map[string]int64{"PLATFORM-ADJUST": 1, "PLATFORM-LOCK": 1, "PLATFORM-RELEASE": 1})
-		if nobody := ledGet(t, b, "/coupons?user=nobody", "", http.StatusOK); !strings.Contains(nobody, `data-testid="coupon-user-none"`) {
+		if nobody := getPageBoth(t, b, "/coupons?user=nobody", "", http.StatusOK); !strings.Contains(nobody, `data-testid="coupon-user-none"`) {
 			t.Fatal("a user without coupons is not said so")
 		}
 		// An unused coupon past its expiry says it can no longer be used.
-		ledHas(t, u1, fmt.Sprint("coupon-expired-", cs.p2), false)
+		requireElement(t, u1, fmt.Sprint("coupon-expired-", cs.p2), false)
 		b.clock.Advance(31 * 24 * time.Hour)
-		later := ledGet(t, b, "/coupons?user=u1", "", http.StatusOK)
-		ledHas(t, later, fmt.Sprint("coupon-expired-", cs.p2), true)
-		ledHas(t, later, fmt.Sprint("coupon-expired-", cs.m1), false)
+		later := getPageBoth(t, b, "/coupons?user=u1", "", http.StatusOK)
+		requireElement(t, later, fmt.Sprint("coupon-expired-", cs.p2), true)
+		requireElement(t, later, fmt.Sprint("coupon-expired-", cs.m1), false)
 	})
 }
 
@@ -125,7 +125,7 @@ func TestCouponLedgerPages(t *testing.T) {
 		exp := b.clock.Now().Add(30 * 24 * time.Hour)
 		for i := range 70 {
 			_, err := b.s.CreateCoupon(b.ctx, "u3", models.CouponPlatform, exp, "test")
-			ledTry(t, "coupon", err)
+			try(t, "coupon", err)
 			if i%3 == 0 { // several rows share a time
 				b.clock.Advance(time.Second)
 			}
@@ -133,7 +133,7 @@ func TestCouponLedgerPages(t *testing.T) {
 		seen := map[string]bool{}
 		path, pages := "/coupons?user=u3", 0
 		for path != "" {
-			body := ledGet(t, b, path, "", http.StatusOK)
+			body := getPageBoth(t, b, path, "", http.StatusOK)
 			for _, r := range ledFlowRows(body) {
 				if seen[r] {
 					t.Fatalf("row %s twice", r)
@@ -141,7 +141,7 @@ func TestCouponLedgerPages(t *testing.T) {
 				seen[r] = true
 			}
 			pages++
-			path, _ = ledHref(body, "page-next")
+			path, _ = testidHref(body, "page-next")
 		}
 		if len(seen) != 70 || pages != 2 {
 			t.Fatalf("%d rows on %d pages, want 70 on 2", len(seen), pages)
@@ -156,14 +156,14 @@ func ledText1(t *testing.T, body, id string) string {
 	if el == "" {
 		t.Fatalf("no %s", id)
 	}
-	return ledTag.ReplaceAllString(el, " ")
+	return tagRE.ReplaceAllString(el, " ")
 }
 
 // ledOwners is the cost bearer shown on each coupon ledger row.
 func ledOwners(body string) []string {
 	var out []string
 	for _, part := range strings.Split(body, `data-testid="coupon-flow-owner"`)[1:] {
-		text, _ := ledText(`<td data-testid="x"`+part, "x")
+		text, _ := testidText(`<td data-testid="x"`+part, "x")
 		out = append(out, text)
 	}
 	return out

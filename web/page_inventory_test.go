@@ -17,57 +17,57 @@ func TestInventoryFlagsHandEdit(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, id := range []string{"sku-1", "sku-2", "sku-3"} {
 			_, err := b.s.SetStock(b.ctx, id, 10, 0, "test")
-			ledTry(t, id, err)
+			try(t, id, err)
 		}
 		// sku-1: 2 held by a PENDING order, 1 by a closed order whose release
 		// task has not run yet.
 		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-pending", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 2}}})
-		ledTry(t, "place", err)
+		try(t, "place", err)
 		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-closed", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}, {SkuID: "sku-3", Qty: 1}}})
-		ledTry(t, "place", err)
+		try(t, "place", err)
 		_, err = b.s.CloseOrder(b.ctx, "o-closed", models.TriggerUserCancel, "test")
-		ledTry(t, "close", err)
+		try(t, "close", err)
 
-		body := ledGet(t, b, "/inventory", "", http.StatusOK)
+		body := getPageBoth(t, b, "/inventory", "", http.StatusOK)
 		for _, id := range []string{"sku-1", "sku-2", "sku-3"} {
-			ledHas(t, body, "inv-ok-"+id, true)
+			requireElement(t, body, "inv-ok-"+id, true)
 		}
-		ledHas(t, body, "inv-all-ok", true)
+		requireElement(t, body, "inv-all-ok", true)
 
 		if err := b.s.W.Exec("UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-2'").Error; err != nil {
 			t.Fatal(err)
 		}
-		body = ledGet(t, b, "/inventory", "", http.StatusOK)
-		ledWant(t, body, "inv-flag-locked-sku-2", "锁定差 +1")
-		ledWant(t, body, "inv-flag-total-sku-2", "总量差 +1")
-		ledHas(t, body, "inv-ok-sku-2", false)
+		body = getPageBoth(t, b, "/inventory", "", http.StatusOK)
+		requireText(t, body, "inv-flag-locked-sku-2", "锁定差 +1")
+		requireText(t, body, "inv-flag-total-sku-2", "总量差 +1")
+		requireElement(t, body, "inv-ok-sku-2", false)
 		for _, id := range []string{"sku-1", "sku-3"} {
-			ledHas(t, body, "inv-ok-"+id, true)
-			ledHas(t, body, "inv-flag-locked-"+id, false)
-			ledHas(t, body, "inv-flag-total-"+id, false)
+			requireElement(t, body, "inv-ok-"+id, true)
+			requireElement(t, body, "inv-flag-locked-"+id, false)
+			requireElement(t, body, "inv-flag-total-"+id, false)
 		}
-		ledHas(t, body, "inv-flagged", true)
+		requireElement(t, body, "inv-flagged", true)
 		if !strings.Contains(body, `href="/inventory/sku-2"`) {
 			t.Fatal("the SKU does not link to its ledger")
 		}
 
 		// The SKU page shows both checks.
-		sku2 := ledGet(t, b, "/inventory/sku-2", "", http.StatusOK)
-		ledHas(t, sku2, "sku-locked-bad", true)
-		ledHas(t, sku2, "sku-total-bad", true)
-		sku1 := ledGet(t, b, "/inventory/sku-1", "", http.StatusOK)
-		ledHas(t, sku1, "sku-locked-ok", true)
-		ledHas(t, sku1, "sku-total-ok", true)
-		ledWant(t, sku1, "sku-locked", "3")
-		ledWant(t, sku1, "sku-available", "7")
+		sku2 := getPageBoth(t, b, "/inventory/sku-2", "", http.StatusOK)
+		requireElement(t, sku2, "sku-locked-bad", true)
+		requireElement(t, sku2, "sku-total-bad", true)
+		sku1 := getPageBoth(t, b, "/inventory/sku-1", "", http.StatusOK)
+		requireElement(t, sku1, "sku-locked-ok", true)
+		requireElement(t, sku1, "sku-total-ok", true)
+		requireText(t, sku1, "sku-locked", "3")
+		requireText(t, sku1, "sku-available", "7")
 
 		// A moved unit (available to locked) breaks only the locked check.
 		if err := b.s.W.Exec("UPDATE inventory SET locked = locked + 1, available = available - 1 WHERE sku_id = 'sku-3'").Error; err != nil {
 			t.Fatal(err)
 		}
-		body = ledGet(t, b, "/inventory", "", http.StatusOK)
-		ledHas(t, body, "inv-flag-locked-sku-3", true)
-		ledHas(t, body, "inv-flag-total-sku-3", false)
+		body = getPageBoth(t, b, "/inventory", "", http.StatusOK)
+		requireElement(t, body, "inv-flag-locked-sku-3", true)
+		requireElement(t, body, "inv-flag-total-sku-3", false)
 	})
 }
 
@@ -77,37 +77,37 @@ func TestInventoryPagesAndPrefix(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i := range 55 {
 			_, err := b.s.SetStock(b.ctx, fmt.Sprintf("a-%02d", i), int64(i), 0, "test")
-			ledTry(t, "stock", err)
+			try(t, "stock", err)
 		}
 		_, err := b.s.SetStock(b.ctx, "b_1", 1, 30, "test")
-		ledTry(t, "stock", err)
+		try(t, "stock", err)
 
-		first := ledGet(t, b, "/inventory", "", http.StatusOK)
+		first := getPageBoth(t, b, "/inventory", "", http.StatusOK)
 		if n := len(ledRows(first, "inv-row-")); n != 50 {
 			t.Fatalf("first page has %d SKUs, want 50", n)
 		}
-		ledHas(t, first, "page-first", false)
-		next, ok := ledHref(first, "page-next")
+		requireElement(t, first, "page-first", false)
+		next, ok := testidHref(first, "page-next")
 		if !ok || next != "/inventory?after=a-49" {
 			t.Fatalf("next link %q", next)
 		}
-		second := ledGet(t, b, next, "", http.StatusOK)
+		second := getPageBoth(t, b, next, "", http.StatusOK)
 		if rows := ledRows(second, "inv-row-"); len(rows) != 6 || !strings.Contains(rows[0], "a-50") || !strings.Contains(rows[5], "b_1") {
 			t.Fatalf("second page rows %v", rows)
 		}
-		ledHas(t, second, "page-next", false)
-		ledHas(t, second, "page-first", true)
+		requireElement(t, second, "page-next", false)
+		requireElement(t, second, "page-first", true)
 
-		only := ledGet(t, b, "/inventory?prefix=+b_+", "", http.StatusOK)
+		only := getPageBoth(t, b, "/inventory?prefix=+b_+", "", http.StatusOK)
 		if rows := ledRows(only, "inv-row-"); len(rows) != 1 || !strings.Contains(rows[0], "b_1") {
 			t.Fatalf("prefix b_ rows %v", rows)
 		}
 		if !strings.Contains(only, `<td class="num">30</td>`) {
 			t.Fatal("the release delay is not shown")
 		}
-		none := ledGet(t, b, "/inventory?prefix=a_", "", http.StatusOK)
-		ledHas(t, none, "inv-empty", true)
-		tens := ledGet(t, b, "/inventory?prefix=a-1", "", http.StatusOK)
+		none := getPageBoth(t, b, "/inventory?prefix=a_", "", http.StatusOK)
+		requireElement(t, none, "inv-empty", true)
+		tens := getPageBoth(t, b, "/inventory?prefix=a-1", "", http.StatusOK)
 		if n := len(ledRows(tens, "inv-row-")); n != 10 {
 			t.Fatalf("prefix a-1 has %d SKUs, want 10", n)
 		}
@@ -119,13 +119,13 @@ func TestSKULedgerRowsAndPages(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i := range 60 {
 			_, err := b.s.SetStock(b.ctx, "sku-1", int64(100+i), 0, "ops:1")
-			ledTry(t, "stock", err)
+			try(t, "stock", err)
 			b.clock.Advance(time.Second)
 		}
 		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 4}}})
-		ledTry(t, "place", err)
+		try(t, "place", err)
 
-		body := ledGet(t, b, "/inventory/sku-1", "", http.StatusOK)
+		body := getPageBoth(t, b, "/inventory/sku-1", "", http.StatusOK)
 		rows := ledRows(body, "flow-")
 		if len(rows) != 50 {
 			t.Fatalf("first page has %d rows, want 50", len(rows))
@@ -137,16 +137,16 @@ func TestSKULedgerRowsAndPages(t *testing.T) {
 				t.Fatalf("newest row lacks %q:\n%s", want, top)
 			}
 		}
-		ledWant(t, body, "sku-locked", "4")
-		next, ok := ledHref(body, "page-next")
+		requireText(t, body, "sku-locked", "4")
+		next, ok := testidHref(body, "page-next")
 		if !ok {
 			t.Fatal("no next page")
 		}
-		second := ledGet(t, b, next, "", http.StatusOK)
+		second := getPageBoth(t, b, next, "", http.StatusOK)
 		if n := len(ledRows(second, "flow-")); n != 11 {
 			t.Fatalf("second page has %d rows, want 11", n)
 		}
-		ledHas(t, second, "page-next", false)
+		requireElement(t, second, "page-next", false)
 		if !strings.Contains(second, "ops:1") || !strings.Contains(second, "调整") {
 			t.Fatal("second page lacks the adjustments")
 		}
@@ -176,20 +176,4 @@ func ledElement(body, attr string) string {
 		return body[i:]
 	}
 	return body[i : i+end]
-}
-
-// ledHref is the href of the element with data-testid id.
-func ledHref(body, id string) (string, bool) {
-	i := strings.Index(body, `data-testid="`+id+`"`)
-	if i < 0 {
-		return "", false
-	}
-	start := strings.LastIndex(body[:i], "<")
-	tag := body[start : i+strings.Index(body[i:], ">")]
-	h := strings.Index(tag, `href="`)
-	if h < 0 {
-		return "", false
-	}
-	v := tag[h+6:]
-	return strings.ReplaceAll(v[:strings.Index(v, `"`)], "&amp;", "&"), true
 }

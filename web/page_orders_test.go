@@ -19,69 +19,6 @@ import (
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// ordElement returns the first element whose data-testid is id, from its
-// start tag to its matching end tag, or "" when there is none.
-func ordElement(body, id string) string {
-	i := strings.Index(body, `data-testid="`+id+`"`)
-	if i < 0 {
-		return ""
-	}
-	start := strings.LastIndex(body[:i], "<")
-	name := body[start+1:]
-	name = name[:strings.IndexAny(name, " >")]
-	depth := 0
-	for j := start; j < len(body); {
-		next := strings.Index(body[j:], "<")
-		if next < 0 {
-			break
-		}
-		j += next
-		switch {
-		case strings.HasPrefix(body[j:], "</"+name+">"):
-			depth--
-			if depth == 0 {
-				return body[start : j+len(name)+3]
-			}
-		case strings.HasPrefix(body[j:], "<"+name+" "), strings.HasPrefix(body[j:], "<"+name+">"):
-			depth++
-		}
-		j++
-	}
-	return body[start:]
-}
-
-// ordText is an element's text without tags, spaces folded.
-func ordText(s string) string {
-	s = regexp.MustCompile(`<[^>]*>`).ReplaceAllString(s, " ")
-	return strings.Join(strings.Fields(html.UnescapeString(s)), " ")
-}
-
-// ordGet fetches a page, in English when en is set, failing unless the
-// status is want; every page must be fully translated.
-func ordGet(t *testing.T, b bundle, path string, en bool, want int) string {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	if en {
-		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-	}
-	rec := b.serve(req)
-	if rec.Code != want {
-		t.Fatalf("GET %s = %d, want %d\n%s", path, rec.Code, want, rec.Body)
-	}
-	body := rec.Body.String()
-	if strings.Contains(body, "⟦") {
-		t.Fatalf("GET %s (en=%v) has an untranslated key:\n%s", path, en, body)
-	}
-	return body
-}
-
-// ordPost sends a dashboard form.
-func ordPost(b bundle, path string, form url.Values) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return b.serve(req)
-}
-
 // ordFlash is the flash message a redirect carries.
 func ordFlash(t *testing.T, rec *httptest.ResponseRecorder) string {
 	t.Helper()
@@ -97,26 +34,19 @@ func ordFlash(t *testing.T, rec *httptest.ResponseRecorder) string {
 	return ""
 }
 
-// ordTry fails the test on a set-up error.
-func ordTry(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
-// ordDrain lets one worker release every due task.
+// ordDrain lets one worker release every due task. Unlike drain, the worker
+// is w1, which the chain page and its golden file name.
 func ordDrain(t *testing.T, b bundle) {
 	t.Helper()
 	for {
 		tasks, err := b.s.ClaimTasks(b.ctx, "w1", 50, time.Minute)
-		ordTry(t, "claim", err)
+		try(t, "claim", err)
 		if len(tasks) == 0 {
 			return
 		}
 		for _, tk := range tasks {
 			_, err := b.s.ReleaseTask(b.ctx, tk, "w1")
-			ordTry(t, "release", err)
+			try(t, "release", err)
 		}
 	}
 }
@@ -129,20 +59,20 @@ func ordDrain(t *testing.T, b bundle) {
 func ordManualOrder(t *testing.T, b bundle) (couponID int64) {
 	t.Helper()
 	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test")
-	ordTry(t, "stock", err)
+	try(t, "stock", err)
 	cp, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponMerchant, b.clock.Now().Add(72*time.Hour), "test")
-	ordTry(t, "coupon", err)
+	try(t, "coupon", err)
 	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "test")
-	ordTry(t, "credit", err)
+	try(t, "credit", err)
 	b.clock.Advance(time.Minute)
 	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "m-1", UserID: "u1",
 		Items: []models.Item{{SkuID: "sku-1", Qty: 2}}, CouponIDs: []int64{cp.ID},
 		Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 100}}})
-	ordTry(t, "place", err)
+	try(t, "place", err)
 	b.clock.Advance(time.Minute)
 	_, err = b.s.CloseOrder(b.ctx, "m-1", models.TriggerUserCancel, "user:u1")
-	ordTry(t, "close", err)
-	ordTry(t, "plant", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-1'").Error)
+	try(t, "close", err)
+	try(t, "plant", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-1'").Error)
 	b.clock.Advance(time.Minute)
 	ordDrain(t, b)
 	b.clock.Advance(time.Minute)
@@ -153,7 +83,7 @@ func ordManualOrder(t *testing.T, b bundle) (couponID int64) {
 func ordTask(t *testing.T, b bundle, typ models.ResourceType) models.ReleaseTask {
 	t.Helper()
 	var tk models.ReleaseTask
-	ordTry(t, "read task", b.s.W.Where("order_no = ? AND resource_type = ?", "m-1", typ).Take(&tk).Error)
+	try(t, "read task", b.s.W.Where("order_no = ? AND resource_type = ?", "m-1", typ).Take(&tk).Error)
 	return tk
 }
 
@@ -163,22 +93,22 @@ func ordTask(t *testing.T, b bundle, typ models.ResourceType) models.ReleaseTask
 func TestOrderChainManualInventory(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := ordManualOrder(t, b)
-		body := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
-		if got := ordText(ordElement(body, "order-status")); got != "已关闭" {
+		body := getPage(t, b, "/orders/m-1", false, http.StatusOK)
+		if got := markupText(testidElement(body, "order-status")); got != "已关闭" {
 			t.Errorf("status = %q", got)
 		}
-		if ordElement(body, "rerun-inventory") == "" {
+		if testidElement(body, "rerun-inventory") == "" {
 			t.Fatalf("no Rerun button for inventory:\n%s", body)
 		}
 		for _, typ := range []string{"coupon", "balance", "points", "quota", "slot"} {
-			if ordElement(body, "rerun-"+typ) != "" {
+			if testidElement(body, "rerun-"+typ) != "" {
 				t.Errorf("Rerun button for %s, whose task is not RETRY or MANUAL", typ)
 			}
 		}
-		if href := ordElement(body, "rerun-inventory"); !strings.Contains(href, `href="/orders/m-1/resources/inventory/rerun"`) {
+		if href := testidElement(body, "rerun-inventory"); !strings.Contains(href, `href="/orders/m-1/resources/inventory/rerun"`) {
 			t.Errorf("Rerun links to %s", href)
 		}
-		inv := ordElement(body, "resource-inventory-sku-1")
+		inv := testidElement(body, "resource-inventory-sku-1")
 		checks := map[string]string{
 			"q-held":       "是 × 2",
 			"q-released":   "否 人工处理 锁定量不足",
@@ -186,38 +116,38 @@ func TestOrderChainManualInventory(t *testing.T) {
 			"q-reconciles": "对不上 总量守恒：账本 10，实有 8 占用量：应为 2，实为 0",
 		}
 		for id, want := range checks {
-			if got := ordText(ordElement(inv, id)); got != want {
+			if got := markupText(testidElement(inv, id)); got != want {
 				t.Errorf("stock %s = %q, want %q", id, got, want)
 			}
 		}
-		coupon := ordElement(body, fmt.Sprintf("resource-coupon-%d", cp))
-		if got := ordText(ordElement(coupon, "q-released")); got != "是 × 1 释放任务 已完成" {
+		coupon := testidElement(body, fmt.Sprintf("resource-coupon-%d", cp))
+		if got := markupText(testidElement(coupon, "q-released")); got != "是 × 1 释放任务 已完成" {
 			t.Errorf("coupon released = %q", got)
 		}
-		if got := ordText(ordElement(coupon, "q-times")); got != "1 次" {
+		if got := markupText(testidElement(coupon, "q-times")); got != "1 次" {
 			t.Errorf("coupon times = %q", got)
 		}
-		if got := ordText(ordElement(coupon, "q-by")); !strings.Contains(got, "用户取消") || !strings.Contains(got, "worker:w1") {
+		if got := markupText(testidElement(coupon, "q-by")); !strings.Contains(got, "用户取消") || !strings.Contains(got, "worker:w1") {
 			t.Errorf("coupon released by = %q, want the trigger and the worker", got)
 		}
-		if got := ordText(ordElement(coupon, "q-reconciles")); got != "对得上" {
+		if got := markupText(testidElement(coupon, "q-reconciles")); got != "对得上" {
 			t.Errorf("coupon reconciles = %q", got)
 		}
-		if got := ordText(ordElement(ordElement(body, "resource-balance-u1"), "q-reconciles")); got != "对得上" {
+		if got := markupText(testidElement(testidElement(body, "resource-balance-u1"), "q-reconciles")); got != "对得上" {
 			t.Errorf("balance reconciles = %q", got)
 		}
-		tl := ordElement(body, "timeline")
+		tl := testidElement(body, "timeline")
 		for _, want := range []string{`data-testid="event-status"`, `data-testid="event-flow"`, `data-testid="event-attempt"`,
 			"held amount is smaller than the release", "下单", "关单"} {
 			if !strings.Contains(tl, want) {
 				t.Errorf("timeline lacks %q", want)
 			}
 		}
-		en := ordGet(t, b, "/orders/m-1", true, http.StatusOK)
-		if got := ordText(ordElement(en, "rerun-inventory")); got != "Rerun Stock (1 task(s))" {
+		en := getPage(t, b, "/orders/m-1", true, http.StatusOK)
+		if got := markupText(testidElement(en, "rerun-inventory")); got != "Rerun Stock (1 task(s))" {
 			t.Errorf("English Rerun button = %q", got)
 		}
-		if got := ordText(ordElement(ordElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 held: expected 2, actual 0" {
+		if got := markupText(testidElement(testidElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 held: expected 2, actual 0" {
 			t.Errorf("English reconciles = %q", got)
 		}
 	})
@@ -227,16 +157,16 @@ func TestOrderChainManualInventory(t *testing.T) {
 func TestOrderChainPrint(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
-		body := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
-		if !strings.Contains(ordElement(body, "print-link"), `href="/orders/m-1?print=1"`) || ordElement(body, "print-hint") != "" {
-			t.Fatalf("screen view: print link %q, hint %q", ordElement(body, "print-link"), ordElement(body, "print-hint"))
+		body := getPage(t, b, "/orders/m-1", false, http.StatusOK)
+		if !strings.Contains(testidElement(body, "print-link"), `href="/orders/m-1?print=1"`) || testidElement(body, "print-hint") != "" {
+			t.Fatalf("screen view: print link %q, hint %q", testidElement(body, "print-link"), testidElement(body, "print-hint"))
 		}
 		for _, en := range []bool{false, true} {
-			p := ordGet(t, b, "/orders/m-1?print=1", en, http.StatusOK)
-			if ordElement(p, "print-hint") == "" || ordElement(p, "reruns") != "" || ordElement(p, "print-link") != "" {
+			p := getPage(t, b, "/orders/m-1?print=1", en, http.StatusOK)
+			if testidElement(p, "print-hint") == "" || testidElement(p, "reruns") != "" || testidElement(p, "print-link") != "" {
 				t.Fatalf("print view (en=%v) shows actions or lacks the hint:\n%s", en, p)
 			}
-			if ordElement(p, "five-questions") == "" || ordElement(p, "timeline") == "" {
+			if testidElement(p, "five-questions") == "" || testidElement(p, "timeline") == "" {
 				t.Fatalf("print view lacks the answers")
 			}
 		}
@@ -248,13 +178,13 @@ func TestOrderChainPrint(t *testing.T) {
 func TestOrderChainNotFound(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, en := range []bool{false, true} {
-			body := ordGet(t, b, "/orders/no-such-order", en, http.StatusNotFound)
-			if !strings.Contains(ordText(ordElement(body, "order-not-found")), "no-such-order") {
+			body := getPage(t, b, "/orders/no-such-order", en, http.StatusNotFound)
+			if !strings.Contains(markupText(testidElement(body, "order-not-found")), "no-such-order") {
 				t.Fatalf("404 page does not name the order:\n%s", body)
 			}
-			ordGet(t, b, "/orders/no-such-order/resources/inventory/rerun", en, http.StatusNotFound)
+			getPage(t, b, "/orders/no-such-order/resources/inventory/rerun", en, http.StatusNotFound)
 		}
-		body := ordGet(t, b, "/orders/bad%20no", false, http.StatusBadRequest)
+		body := getPage(t, b, "/orders/bad%20no", false, http.StatusBadRequest)
 		if !strings.Contains(body, "INVALID_INPUT") {
 			t.Fatalf("bad order number page:\n%s", body)
 		}
@@ -266,28 +196,28 @@ func TestOrderChainNotFound(t *testing.T) {
 func TestOrderChainPendingAndPaid(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedShop(t, b)
-		held := ordGet(t, b, "/orders/held-1", false, http.StatusOK)
+		held := getPage(t, b, "/orders/held-1", false, http.StatusOK)
 		for _, id := range []string{"resource-inventory-sku-1", "resource-quota-act-1", "resource-slot-seat-1"} {
-			row := ordElement(held, id)
+			row := testidElement(held, id)
 			if row == "" {
 				t.Fatalf("held-1 lacks row %s:\n%s", id, held)
 			}
-			if got := ordText(ordElement(row, "q-released")); got != "否 订单未关闭，尚无需释放" {
+			if got := markupText(testidElement(row, "q-released")); got != "否 订单未关闭，尚无需释放" {
 				t.Errorf("%s released = %q", id, got)
 			}
-			if got := ordText(ordElement(row, "q-reconciles")); got != "对得上" {
+			if got := markupText(testidElement(row, "q-reconciles")); got != "对得上" {
 				t.Errorf("%s reconciles = %q", id, got)
 			}
 		}
-		if ordElement(held, "reruns") != "" {
+		if testidElement(held, "reruns") != "" {
 			t.Errorf("a PENDING order offers a rerun")
 		}
-		paid := ordGet(t, b, "/orders/paid-1", true, http.StatusOK)
-		row := ordElement(paid, "resource-inventory-sku-1")
-		if got := ordText(ordElement(row, "q-held")); got != "yes × 1 1 deducted by payment" {
+		paid := getPage(t, b, "/orders/paid-1", true, http.StatusOK)
+		row := testidElement(paid, "resource-inventory-sku-1")
+		if got := markupText(testidElement(row, "q-held")); got != "yes × 1 1 deducted by payment" {
 			t.Errorf("paid held = %q", got)
 		}
-		if !strings.Contains(ordElement(paid, "timeline"), "Paid") {
+		if !strings.Contains(testidElement(paid, "timeline"), "Paid") {
 			t.Errorf("paid timeline lacks the payment")
 		}
 	})
@@ -301,19 +231,19 @@ func TestRerunPreview(t *testing.T) {
 		cp := ordManualOrder(t, b)
 		before := snapshot(t, b)
 		for _, en := range []bool{false, true} {
-			body := ordGet(t, b, "/orders/m-1/resources/inventory/rerun", en, http.StatusOK)
-			row := ordElement(body, "rerun-task-sku-1")
+			body := getPage(t, b, "/orders/m-1/resources/inventory/rerun", en, http.StatusOK)
+			row := testidElement(body, "rerun-task-sku-1")
 			if row == "" {
 				t.Fatalf("no task row:\n%s", body)
 			}
-			lastErr := ordText(ordElement(row, "rerun-last-error"))
+			lastErr := markupText(testidElement(row, "rerun-last-error"))
 			if !strings.Contains(lastErr, "held amount is smaller than the release") || !strings.Contains(lastErr, map[bool]string{false: "锁定量不足", true: "LOCKED_SHORT"}[en]) {
 				t.Errorf("last error = %q", lastErr)
 			}
-			if ordElement(row, "rerun-noop") != "" {
+			if testidElement(row, "rerun-noop") != "" {
 				t.Errorf("no RELEASE row exists, yet the preview says the rerun is a no-op")
 			}
-			form := ordElement(body, "rerun-form")
+			form := testidElement(body, "rerun-form")
 			for _, want := range []string{`method="post"`, `action="/orders/m-1/resources/inventory/rerun"`, `name="reason"`, "required", `maxlength="500"`, "data-confirm="} {
 				if !strings.Contains(form, want) {
 					t.Errorf("form lacks %s:\n%s", want, form)
@@ -321,42 +251,42 @@ func TestRerunPreview(t *testing.T) {
 			}
 		}
 		for _, en := range []bool{false, true} {
-			body := ordGet(t, b, "/orders/m-1/resources/coupon/rerun", en, http.StatusConflict)
-			if !strings.Contains(ordElement(body, "rerun-nothing"), "NOTHING_TO_RERUN") || ordElement(body, "rerun-form") != "" {
+			body := getPage(t, b, "/orders/m-1/resources/coupon/rerun", en, http.StatusConflict)
+			if !strings.Contains(testidElement(body, "rerun-nothing"), "NOTHING_TO_RERUN") || testidElement(body, "rerun-form") != "" {
 				t.Fatalf("nothing-to-rerun page:\n%s", body)
 			}
-			if !strings.Contains(ordElement(body, "rerun-back"), `href="/orders/m-1"`) {
+			if !strings.Contains(testidElement(body, "rerun-back"), `href="/orders/m-1"`) {
 				t.Errorf("no link back to the chain")
 			}
 		}
-		ordGet(t, b, "/orders/m-1/resources/stock/rerun", false, http.StatusBadRequest)
+		getPage(t, b, "/orders/m-1/resources/stock/rerun", false, http.StatusBadRequest)
 		before.sameExcept(t, snapshot(t, b), nil)
 
 		// A task that the ledger already released: the preview names the row.
 		tk := ordTask(t, b, models.ResCoupon)
-		ordTry(t, "plant", b.s.W.Exec("UPDATE release_tasks SET status = 'MANUAL' WHERE id = ?", tk.ID).Error)
+		try(t, "plant", b.s.W.Exec("UPDATE release_tasks SET status = 'MANUAL' WHERE id = ?", tk.ID).Error)
 		var flow struct {
 			ID    int64
 			Actor string
 		}
-		ordTry(t, "flow", b.s.W.Raw("SELECT id, actor FROM coupon_flows WHERE order_no = 'm-1' AND type = 'RELEASE'").Scan(&flow).Error)
-		body := ordGet(t, b, "/orders/m-1/resources/coupon/rerun", false, http.StatusOK)
-		noop := ordText(ordElement(ordElement(body, fmt.Sprintf("rerun-task-%d", cp)), "rerun-noop"))
+		try(t, "flow", b.s.W.Raw("SELECT id, actor FROM coupon_flows WHERE order_no = 'm-1' AND type = 'RELEASE'").Scan(&flow).Error)
+		body := getPage(t, b, "/orders/m-1/resources/coupon/rerun", false, http.StatusOK)
+		noop := markupText(testidElement(testidElement(body, fmt.Sprintf("rerun-task-%d", cp)), "rerun-noop"))
 		if !strings.Contains(noop, fmt.Sprintf("#%d", flow.ID)) || !strings.Contains(noop, flow.Actor) || !strings.Contains(noop, "不会再次释放") {
 			t.Fatalf("no-op notice = %q, want ledger row #%d by %s", noop, flow.ID, flow.Actor)
 		}
 		// The rerun goes ahead, and the ledger stops the repeat.
-		rec := ordPost(b, "/orders/m-1/resources/coupon/rerun", url.Values{"reason": {"check the ledger stops it"}})
+		rec := postForm(b, "/orders/m-1/resources/coupon/rerun", url.Values{"reason": {"check the ledger stops it"}}, false)
 		if rec.Code != http.StatusSeeOther {
 			t.Fatalf("rerun = %d %s", rec.Code, rec.Body)
 		}
 		ordDrain(t, b)
-		chain := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
-		row := ordElement(chain, fmt.Sprintf("resource-coupon-%d", cp))
-		if got := ordText(ordElement(row, "q-duplicates")); got != "另有 1 次重复释放被账本拦下" {
+		chain := getPage(t, b, "/orders/m-1", false, http.StatusOK)
+		row := testidElement(chain, fmt.Sprintf("resource-coupon-%d", cp))
+		if got := markupText(testidElement(row, "q-duplicates")); got != "另有 1 次重复释放被账本拦下" {
 			t.Errorf("duplicates = %q", got)
 		}
-		if got := ordText(ordElement(row, "q-times")); !strings.HasPrefix(got, "1 次") {
+		if got := markupText(testidElement(row, "q-times")); !strings.HasPrefix(got, "1 次") {
 			t.Errorf("times = %q, still one release", got)
 		}
 	})
@@ -371,7 +301,7 @@ func TestRerunSubmit(t *testing.T) {
 		path := "/orders/m-1/resources/inventory/rerun"
 		before := snapshot(t, b)
 		for _, reason := range []string{"", "  \t ", strings.Repeat("长", 501)} {
-			rec := ordPost(b, path, url.Values{"reason": {reason}})
+			rec := postForm(b, path, url.Values{"reason": {reason}}, false)
 			if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != path {
 				t.Fatalf("reason %q: %d to %q", reason, rec.Code, rec.Header().Get("Location"))
 			}
@@ -383,26 +313,26 @@ func TestRerunSubmit(t *testing.T) {
 		if b.wakes.Load() != 0 {
 			t.Fatalf("a refused rerun woke the worker")
 		}
-		if rec := ordPost(b, "/orders/m-1/resources/stock/rerun", url.Values{"reason": {"x"}}); rec.Code != http.StatusBadRequest {
+		if rec := postForm(b, "/orders/m-1/resources/stock/rerun", url.Values{"reason": {"x"}}, false); rec.Code != http.StatusBadRequest {
 			t.Errorf("unknown type = %d", rec.Code)
 		}
-		if rec := ordPost(b, "/orders/nope/resources/inventory/rerun", url.Values{"reason": {"x"}}); rec.Code != http.StatusNotFound ||
+		if rec := postForm(b, "/orders/nope/resources/inventory/rerun", url.Values{"reason": {"x"}}, false); rec.Code != http.StatusNotFound ||
 			!strings.Contains(rec.Body.String(), `data-testid="order-not-found"`) {
 			t.Errorf("unknown order = %d", rec.Code)
 		}
-		if rec := ordPost(b, "/orders/nope/resources/inventory/rerun", url.Values{}); rec.Code != http.StatusNotFound {
+		if rec := postForm(b, "/orders/nope/resources/inventory/rerun", url.Values{}, false); rec.Code != http.StatusNotFound {
 			t.Errorf("unknown order without a reason = %d", rec.Code)
 		}
 		before.sameExcept(t, snapshot(t, b), nil)
 
 		others := func() string {
 			var rows []map[string]any
-			ordTry(t, "tasks", b.s.W.Raw("SELECT * FROM release_tasks WHERE resource_type <> 'inventory' ORDER BY id").Scan(&rows).Error)
+			try(t, "tasks", b.s.W.Raw("SELECT * FROM release_tasks WHERE resource_type <> 'inventory' ORDER BY id").Scan(&rows).Error)
 			return fmt.Sprint(rows)
 		}
 		before, otherTasks := snapshot(t, b), others()
 		b.clock.Advance(time.Minute)
-		rec := ordPost(b, path, url.Values{"reason": {"  locked stock corrected, ticket 42  "}})
+		rec := postForm(b, path, url.Values{"reason": {"  locked stock corrected, ticket 42  "}}, false)
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/m-1" {
 			t.Fatalf("rerun = %d to %q", rec.Code, rec.Header().Get("Location"))
 		}
@@ -430,19 +360,19 @@ func TestRerunSubmit(t *testing.T) {
 			req.AddCookie(ck)
 		}
 		page := b.serve(req).Body.String()
-		if got := ordText(ordElement(page, "flash")); got != "1 个任务已重新排队" {
+		if got := markupText(testidElement(page, "flash")); got != "1 个任务已重新排队" {
 			t.Errorf("flash on the chain = %q", got)
 		}
-		if ordElement(page, "reruns") != "" {
+		if testidElement(page, "reruns") != "" {
 			t.Errorf("Rerun still offered for a PENDING task")
 		}
-		if got := ordText(ordElement(page, "audit-reason")); !strings.Contains(got, "locked stock corrected, ticket 42") {
+		if got := markupText(testidElement(page, "audit-reason")); !strings.Contains(got, "locked stock corrected, ticket 42") {
 			t.Errorf("audit reason = %q", got)
 		}
 
 		// A second click finds nothing to rerun and changes nothing but the audit.
 		before = snapshot(t, b)
-		rec = ordPost(b, path, url.Values{"reason": {"again"}})
+		rec = postForm(b, path, url.Values{"reason": {"again"}}, false)
 		if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/orders/m-1" {
 			t.Fatalf("second rerun = %d to %q", rec.Code, rec.Header().Get("Location"))
 		}
@@ -453,20 +383,17 @@ func TestRerunSubmit(t *testing.T) {
 		if b.wakes.Load() != 1 {
 			t.Errorf("a refused rerun woke the worker")
 		}
-		enReq := httptest.NewRequest(http.MethodPost, path, strings.NewReader("reason=again"))
-		enReq.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		enReq.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-		if f := ordFlash(t, b.serve(enReq)); !strings.Contains(f, "Nothing to rerun") {
+		if f := ordFlash(t, postForm(b, path, url.Values{"reason": {"again"}}, true)); !strings.Contains(f, "Nothing to rerun") {
 			t.Errorf("English flash = %q", f)
 		}
 
 		// The worker tries again; the stock is still short, and the attempt keeps the reason.
 		ordDrain(t, b)
-		chain := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
-		if got := ordText(ordElement(chain, "attempt-note")); !strings.Contains(got, "locked stock corrected, ticket 42") {
+		chain := getPage(t, b, "/orders/m-1", false, http.StatusOK)
+		if got := markupText(testidElement(chain, "attempt-note")); !strings.Contains(got, "locked stock corrected, ticket 42") {
 			t.Errorf("attempt note = %q", got)
 		}
-		if ordElement(chain, "rerun-inventory") == "" {
+		if testidElement(chain, "rerun-inventory") == "" {
 			t.Errorf("MANUAL again, yet no Rerun button")
 		}
 	})
@@ -479,7 +406,7 @@ func ordPlace(t *testing.T, b bundle, n int, prefix string) {
 		b.clock.Advance(time.Second)
 		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: fmt.Sprintf("%s%03d", prefix, i),
 			UserID: []string{"u1", "u2"}[i%2], Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
-		ordTry(t, "place", err)
+		try(t, "place", err)
 	}
 }
 
@@ -497,7 +424,7 @@ func ordRows(body string) []string {
 func TestOrdersListPages(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
-		ordTry(t, "stock", err)
+		try(t, "stock", err)
 		ordPlace(t, b, 120, "p-")
 		for _, sort := range []string{"", "old"} {
 			path := "/orders"
@@ -507,14 +434,14 @@ func TestOrdersListPages(t *testing.T) {
 			var got []string
 			pages := 0
 			for path != "" {
-				body := ordGet(t, b, path, pages%2 == 1, http.StatusOK)
+				body := getPage(t, b, path, pages%2 == 1, http.StatusOK)
 				pages++
 				rows := ordRows(body)
 				if pages < 3 && len(rows) != 50 {
 					t.Fatalf("page %d has %d rows", pages, len(rows))
 				}
 				got = append(got, rows...)
-				next := ordElement(body, "next-page")
+				next := testidElement(body, "next-page")
 				path = ""
 				if next != "" {
 					path = html.UnescapeString(regexp.MustCompile(`href="([^"]+)"`).FindStringSubmatch(next)[1])
@@ -522,7 +449,7 @@ func TestOrdersListPages(t *testing.T) {
 						t.Fatalf("next link drops the sort: %s", path)
 					}
 				}
-				if pages > 1 && ordElement(body, "first-page") == "" {
+				if pages > 1 && testidElement(body, "first-page") == "" {
 					t.Errorf("page %d has no link to the first", pages)
 				}
 				if pages > 5 {
@@ -543,11 +470,11 @@ func TestOrdersListPages(t *testing.T) {
 			}
 		}
 		// A user's orders, across pages, keep the user in the link.
-		body := ordGet(t, b, "/orders?user=u2&status=PENDING", false, http.StatusOK)
+		body := getPage(t, b, "/orders?user=u2&status=PENDING", false, http.StatusOK)
 		if rows := ordRows(body); len(rows) != 50 || rows[0] != "p-119" {
 			t.Fatalf("u2 rows = %v", rows)
 		}
-		next := html.UnescapeString(ordElement(body, "next-page"))
+		next := html.UnescapeString(testidElement(body, "next-page"))
 		if !strings.Contains(next, "user=u2") || !strings.Contains(next, "status=PENDING") {
 			t.Fatalf("next link drops the filters: %s", next)
 		}
@@ -559,21 +486,21 @@ func TestOrdersListPages(t *testing.T) {
 func TestOrdersListFilters(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
-		ordTry(t, "stock", err)
+		try(t, "stock", err)
 		// The clock starts at 10:00 UTC on 2026-11-29: o-000 and o-001 then,
 		// o-002 at 15:30 UTC (23:30 in Shanghai), o-003 at 16:30 UTC (00:30
 		// on the 30th in Shanghai).
 		ordPlace(t, b, 2, "o-")
 		b.clock.Advance(5*time.Hour + 30*time.Minute - 2*time.Second)
 		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-002", UserID: "u3", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
-		ordTry(t, "place", err)
+		try(t, "place", err)
 		b.clock.Advance(time.Hour)
 		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-003", UserID: "u3", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
-		ordTry(t, "place", err)
+		try(t, "place", err)
 		_, err = b.s.CloseOrder(b.ctx, "o-001", models.TriggerAdmin, "test")
-		ordTry(t, "close", err)
+		try(t, "close", err)
 		_, err = b.s.PayOrder(b.ctx, "o-000", "txn-0")
-		ordTry(t, "pay", err)
+		try(t, "pay", err)
 
 		cases := []struct {
 			query string
@@ -594,11 +521,7 @@ func TestOrdersListFilters(t *testing.T) {
 			{"to=2026-11-28", "", nil},
 		}
 		for _, c := range cases {
-			req := httptest.NewRequest(http.MethodGet, "/orders?"+c.query, nil)
-			if c.tz != "" {
-				req.AddCookie(&http.Cookie{Name: "tz", Value: url.QueryEscape(c.tz)})
-			}
-			rec := b.serve(req)
+			rec := servePage(b, "/orders?"+c.query, "", c.tz)
 			if rec.Code != http.StatusOK {
 				t.Fatalf("%s = %d", c.query, rec.Code)
 			}
@@ -606,16 +529,16 @@ func TestOrdersListFilters(t *testing.T) {
 			if fmt.Sprint(got) != fmt.Sprint(c.want) {
 				t.Errorf("%s (tz %s): %v, want %v", c.query, c.tz, got, c.want)
 			}
-			if len(c.want) == 0 && ordElement(rec.Body.String(), "orders-empty") == "" {
+			if len(c.want) == 0 && testidElement(rec.Body.String(), "orders-empty") == "" {
 				t.Errorf("%s: no empty state", c.query)
 			}
 		}
-		empty := ordGet(t, b, "/orders?no=nope", true, http.StatusOK)
-		if got := ordText(ordElement(empty, "orders-empty")); !strings.Contains(got, "nope") {
+		empty := getPage(t, b, "/orders?no=nope", true, http.StatusOK)
+		if got := markupText(testidElement(empty, "orders-empty")); !strings.Contains(got, "nope") {
 			t.Errorf("empty state = %q, want it to name the number", got)
 		}
 		// The form shows the search it ran.
-		form := ordElement(ordGet(t, b, "/orders?user=u3&status=CLOSED&sort=old", false, http.StatusOK), "orders-filters")
+		form := testidElement(getPage(t, b, "/orders?user=u3&status=CLOSED&sort=old", false, http.StatusOK), "orders-filters")
 		for _, want := range []string{`name="user" value="u3"`, `value="CLOSED" selected`, `value="old" selected`} {
 			if !strings.Contains(form, want) {
 				t.Errorf("form lacks %s", want)
@@ -624,8 +547,8 @@ func TestOrdersListFilters(t *testing.T) {
 		for _, bad := range []string{"status=paid", "after=zzz", "after=1.-5", "from=29/11/2026", "to=2026-13-01",
 			"from=2026-11-30&to=2026-11-29", "sort=up", "no=" + url.QueryEscape("订单 1"), "user=" + url.QueryEscape("a b")} {
 			for _, en := range []bool{false, true} {
-				body := ordGet(t, b, "/orders?"+bad, en, http.StatusBadRequest)
-				if !strings.Contains(ordElement(body, "error-message"), map[bool]string{false: "请求有误", true: "not valid"}[en]) {
+				body := getPage(t, b, "/orders?"+bad, en, http.StatusBadRequest)
+				if !strings.Contains(testidElement(body, "error-message"), map[bool]string{false: "请求有误", true: "not valid"}[en]) {
 					t.Errorf("%s: error page does not say why:\n%s", bad, body)
 				}
 			}
@@ -638,17 +561,17 @@ func TestOrdersListFilters(t *testing.T) {
 func TestOrderChainGolden(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
-		got := ordGet(t, b, "/orders/m-1", false, http.StatusOK)
+		got := getPage(t, b, "/orders/m-1", false, http.StatusOK)
 		path := filepath.Join("testdata", "order_chain.golden.html")
 		if *updateGolden {
 			if strings.HasSuffix(t.Name(), "/sqlite") {
-				ordTry(t, "mkdir", os.MkdirAll("testdata", 0o755))
-				ordTry(t, "write golden", os.WriteFile(path, []byte(got), 0o644))
+				try(t, "mkdir", os.MkdirAll("testdata", 0o755))
+				try(t, "write golden", os.WriteFile(path, []byte(got), 0o644))
 			}
 			return
 		}
 		want, err := os.ReadFile(path)
-		ordTry(t, "read golden (run with -update to create it)", err)
+		try(t, "read golden (run with -update to create it)", err)
 		if got != string(want) {
 			t.Errorf("the chain page differs from %s (run go test ./web/ -run Golden -update after checking the change):\n%s", path, got)
 		}

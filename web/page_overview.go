@@ -1,10 +1,7 @@
 package web
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -24,7 +21,22 @@ func (s *server) overview(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	diffs, diffsAt := s.diffs.get(ctx, s.store, s.log)
+	open, err := s.store.OpenDiffCounts(ctx)
+	if err != nil {
+		return err
+	}
+	var diffs int64
+	for _, n := range open {
+		diffs += n
+	}
+	last, err := s.store.LastReconRun(ctx)
+	if err != nil {
+		return err
+	}
+	var diffsAt time.Time
+	if last != nil {
+		diffsAt = last.StartedAt
+	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
 	v := views.OverviewView{
 		Backlog:      h.DueBacklog,
@@ -40,7 +52,7 @@ func (s *server) overview(c *echo.Context) error {
 		OldestURL:    tasksURL("/tasks", models.TaskFilter{Due: true}, "sort", "old"),
 		ManualURL:    tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskManual}}),
 		RetryURL:     tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskRetry}}),
-		DiffsURL:     "/inventory",
+		DiffsURL:     "/recon",
 		FailuresURL:  tasksURL("/tasks", models.TaskFilter{Statuses: failing}),
 	}
 	for i, day := range h.LastDay.ByType {
@@ -81,43 +93,4 @@ func (s *server) overview(c *echo.Context) error {
 
 func overviewWindow(id string, a models.AttemptStats) views.OverviewWindow {
 	return views.OverviewWindow{ID: id, Success: a.Success, Failures: a.Failures, Duplicates: a.Duplicates}
-}
-
-// diffCount keeps the count of the last reconciliation, which reads every
-// key of every resource (hundreds of ms on a big shop): the overview shows
-// the last count at once and refreshes it in the background when it is
-// older than diffsFresh, one reconciliation at a time. No page load waits
-// for it: before the first count is in, the overview says it is counting.
-type diffCount struct {
-	mu      sync.Mutex
-	n       int64
-	at      time.Time // store time the count started; zero before the first
-	running chan struct{}
-}
-
-const diffsFresh = time.Minute
-
-func (d *diffCount) get(ctx context.Context, st *models.Store, log *slog.Logger) (int64, time.Time) {
-	d.mu.Lock()
-	now := st.Now()
-	if d.running == nil && (d.at.IsZero() || now.Sub(d.at) >= diffsFresh || now.Before(d.at)) {
-		done := make(chan struct{})
-		d.running = done
-		go func() {
-			defer close(done)
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
-			defer cancel()
-			diffs, err := st.Reconcile(rctx)
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			d.running = nil
-			if err != nil {
-				log.Error("count reconciliation diffs", slog.Any("err", err))
-				return
-			}
-			d.n, d.at = int64(len(diffs)), now
-		}()
-	}
-	defer d.mu.Unlock()
-	return d.n, d.at
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"unhold/models"
 )
 
 // The overview shows exact numbers for a planted state: releases DONE two
@@ -15,13 +17,13 @@ import (
 // list, the charts are inline SVG, and the oldest due task turns red past
 // ten minutes.
 func TestOverviewNumbers(t *testing.T) {
-	tkEachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
-		tkTry(t, "sku-a", err)
+		try(t, "sku-a", err)
 		_, err = b.s.SetStock(b.ctx, "sku-m", 5, 0, "test")
-		tkTry(t, "sku-m", err)
+		try(t, "sku-m", err)
 		_, err = b.s.SetActivity(b.ctx, "act-1", 10, "test")
-		tkTry(t, "act-1", err)
+		try(t, "act-1", err)
 		// 10:00 — three releases: ok-1 (stock), ok-2 (stock and quota).
 		tkOrder(t, b, "ok-1", "sku-a", "")
 		tkOrder(t, b, "ok-2", "sku-a", "act-1")
@@ -32,23 +34,23 @@ func TestOverviewNumbers(t *testing.T) {
 		b.clock.Advance(2 * time.Hour)
 		tkOrder(t, b, "r-1", "sku-a", "")
 		tkOrder(t, b, "m-1", "sku-m", "")
-		tkTry(t, "hand edit", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-m'").Error)
-		tkTry(t, "send round again", b.s.W.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?
+		try(t, "hand edit", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-m'").Error)
+		try(t, "send round again", b.s.W.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?
 			WHERE order_no = 'ok-1'`, b.clock.Now()).Error)
 		drain(t, b)
 		tkOrder(t, b, "due-1", "sku-a", "")
 		dueSince := b.clock.Now()
 		diffs, err := b.s.Reconcile(b.ctx)
-		tkTry(t, "reconcile", err)
-		if len(diffs) != 2 {
-			t.Fatalf("planted %d diffs, want 2 (sku-m held and conservation): %+v", len(diffs), diffs)
+		try(t, "reconcile", err)
+		if len(diffs) != 3 {
+			t.Fatalf("planted %d diffs, want 3 (sku-m HELD, CONSERVATION, LEDGER_HELD): %+v", len(diffs), diffs)
 		}
 
 		waitDiffCount(t, b)
 		for _, en := range []bool{false, true} {
-			body := tkGet(t, b, "/", en, http.StatusOK)
+			body := getPage(t, b, "/", en, http.StatusOK)
 			for id, want := range map[string]string{
-				"ov-backlog": "1", "ov-manual": "1", "ov-retry": "1", "ov-diffs": "2", "ov-duplicates": "1",
+				"ov-backlog": "1", "ov-manual": "1", "ov-retry": "1", "ov-diffs": "3", "ov-duplicates": "1",
 				"ov-rate-hour": "33.3%", "ov-success-hour": "1", "ov-failures-hour": "2", "ov-duplicates-hour": "1",
 				"ov-rate-day": "66.7%", "ov-success-day": "4", "ov-failures-day": "2", "ov-duplicates-day": "1",
 				"ov-type-inventory-hour-ok": "1", "ov-type-inventory-hour-fail": "2",
@@ -58,21 +60,21 @@ func TestOverviewNumbers(t *testing.T) {
 				"ov-class-TIMEOUT-hour": "1", "ov-class-TIMEOUT-day": "1",
 				"ov-class-LOCKED_SHORT-hour": "1", "ov-class-LOCKED_SHORT-day": "1",
 			} {
-				tkWant(t, body, id, want)
+				checkText(t, body, id, want)
 			}
 			for id, want := range map[string]string{
 				"ov-backlog": "/tasks?due=1", "ov-manual": "/tasks?status=MANUAL", "ov-retry": "/tasks?status=RETRY",
-				"ov-diffs": "/inventory", "ov-duplicates": "#duplicates", "ov-failures-day": "/tasks?status=RETRY&status=MANUAL",
+				"ov-diffs": "/recon", "ov-duplicates": "#duplicates", "ov-failures-day": "/tasks?status=RETRY&status=MANUAL",
 				"ov-type-inventory-day-fail": "/tasks?status=RETRY&status=MANUAL&type=inventory",
 				"ov-type-quota-day-ok":       "/tasks?status=DONE&type=quota",
 				"ov-class-LOCKED_SHORT-day":  "/tasks?class=LOCKED_SHORT",
 				"ov-oldest-age":              "/tasks?due=1&sort=old",
 			} {
-				if got := tkHref(t, body, id); got != want {
+				if got := mustHref(t, body, id); got != want {
 					t.Errorf("%s links to %q, want %q", id, got, want)
 				}
 			}
-			if strings.Contains(tkTag(body, "ov-oldest-age"), "bad") {
+			if strings.Contains(testidTag(body, "ov-oldest-age"), "bad") {
 				t.Error("a task due for 0 s is shown red")
 			}
 			if n := strings.Count(body, `data-testid="ov-dup-row"`); n != 1 || !strings.Contains(body, `href="/orders/ok-1"`) {
@@ -100,15 +102,15 @@ func TestOverviewNumbers(t *testing.T) {
 		// the oldest has waited 11 minutes and is red.
 		b.clock.Advance(11 * time.Minute)
 		for _, en := range []bool{false, true} {
-			body := tkGet(t, b, "/", en, http.StatusOK)
-			tkWant(t, body, "ov-backlog", "2")
-			tag := tkTag(body, "ov-oldest-age")
+			body := getPage(t, b, "/", en, http.StatusOK)
+			checkText(t, body, "ov-backlog", "2")
+			tag := testidTag(body, "ov-oldest-age")
 			if !strings.Contains(tag, "bad") {
 				t.Errorf("oldest due after 11 min is not red: %s", tag)
 			}
 			want := map[bool]string{false: "11 分钟", true: "11 min"}[en]
-			tkWant(t, body, "ov-oldest-age", want)
-			if tkTag(body, "ov-oldest-warning") == "" {
+			checkText(t, body, "ov-oldest-age", want)
+			if testidTag(body, "ov-oldest-warning") == "" {
 				t.Error("no warning past 10 minutes")
 			}
 			if !strings.Contains(body, fmt.Sprintf(`datetime="%s"`, dueSince.Format(time.RFC3339))) {
@@ -117,10 +119,10 @@ func TestOverviewNumbers(t *testing.T) {
 		}
 		// A day later the windows are empty again; the queues remain.
 		b.clock.Advance(24 * time.Hour)
-		body := tkGet(t, b, "/", false, http.StatusOK)
-		tkWant(t, body, "ov-rate-day", "—")
-		tkWant(t, body, "ov-manual", "1")
-		if tkTag(body, "ov-classes-empty") == "" || tkTag(body, "ov-dups-empty") == "" {
+		body := getPage(t, b, "/", false, http.StatusOK)
+		checkText(t, body, "ov-rate-day", "—")
+		checkText(t, body, "ov-manual", "1")
+		if testidTag(body, "ov-classes-empty") == "" || testidTag(body, "ov-dups-empty") == "" {
 			t.Error("no empty states for a quiet day")
 		}
 	})
@@ -131,32 +133,31 @@ func TestOverviewEmpty(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		waitDiffCount(t, b)
 		for _, en := range []bool{false, true} {
-			body := tkGet(t, b, "/", en, http.StatusOK)
+			body := getPage(t, b, "/", en, http.StatusOK)
 			for _, id := range []string{"ov-backlog", "ov-manual", "ov-retry", "ov-diffs", "ov-duplicates"} {
-				tkWant(t, body, id, "0")
+				checkText(t, body, id, "0")
 			}
-			tkWant(t, body, "ov-oldest-age", "—")
-			tkWant(t, body, "ov-rate-hour", "—")
-			if tkTag(body, "ov-classes-empty") == "" || tkTag(body, "ov-dups-empty") == "" || !strings.Contains(body, "<svg") {
+			checkText(t, body, "ov-oldest-age", "—")
+			checkText(t, body, "ov-rate-hour", "—")
+			if testidTag(body, "ov-classes-empty") == "" || testidTag(body, "ov-dups-empty") == "" || !strings.Contains(body, "<svg") {
 				t.Error("empty states or charts missing")
 			}
 		}
 	})
 }
 
-// waitDiffCount loads the overview until the background reconciliation has
-// counted: the first load must not wait for it and says it is counting.
+// waitDiffCount checks the overview says no reconciliation has run, runs
+// one, and checks the overview then counts its open tickets.
 func waitDiffCount(t *testing.T, b bundle) {
 	t.Helper()
-	first := tkGet(t, b, "/", false, http.StatusOK)
-	if tkTag(first, "ov-diffs-counting") == "" {
-		t.Fatal("the first overview did not say the diffs are being counted")
+	first := getPage(t, b, "/", false, http.StatusOK)
+	if testidTag(first, "ov-diffs-never") == "" {
+		t.Fatal("before any run the overview did not say reconciliation never ran")
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for tkTag(tkGet(t, b, "/", false, http.StatusOK), "ov-diffs") == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the diff count never arrived")
-		}
-		time.Sleep(20 * time.Millisecond)
+	if _, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if testidTag(getPage(t, b, "/", false, http.StatusOK), "ov-diffs-at") == "" {
+		t.Fatal("after a run the overview does not say when it ran")
 	}
 }

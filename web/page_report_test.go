@@ -21,36 +21,36 @@ const formula = "=cmd|' /C calc'!A0"
 func seedReportDay(t *testing.T, b bundle) {
 	t.Helper()
 	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "ops:1")
-	ledTry(t, "stock", err)
+	try(t, "stock", err)
 	_, err = b.s.SetStock(b.ctx, "sku-2", 5, 0, formula)
-	ledTry(t, "stock", err)
+	try(t, "stock", err)
 	exp := b.clock.Now().Add(30 * 24 * time.Hour)
 	p, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponPlatform, exp, "ops:1")
-	ledTry(t, "coupon", err)
+	try(t, "coupon", err)
 	m, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponMerchant, exp, "ops:1")
-	ledTry(t, "coupon", err)
+	try(t, "coupon", err)
 	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "ops:1")
-	ledTry(t, "credit", err)
+	try(t, "credit", err)
 	_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 100, "ops:1")
-	ledTry(t, "credit", err)
+	try(t, "credit", err)
 	_, err = b.s.SetActivity(b.ctx, "act-1", 5, "ops:1")
-	ledTry(t, "activity", err)
+	try(t, "activity", err)
 	_, _, err = b.s.PutSlot(b.ctx, "seat-1", "ops:1")
-	ledTry(t, "slot", err)
+	try(t, "slot", err)
 	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 2}},
 		CouponIDs: []int64{p.ID}, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 300}}, ActivityID: "act-1", SlotID: "seat-1"})
-	ledTry(t, "place o-1", err)
+	try(t, "place o-1", err)
 	b.clock.Advance(time.Hour)
 	_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "user:u1")
-	ledTry(t, "close", err)
+	try(t, "close", err)
 	drain(t, b)
 	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-2", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}, CouponIDs: []int64{m.ID}})
-	ledTry(t, "place o-2", err)
+	try(t, "place o-2", err)
 	_, err = b.s.PayOrder(b.ctx, "o-2", "txn-2")
-	ledTry(t, "pay", err)
+	try(t, "pay", err)
 	b.clock.Advance(6 * time.Hour) // 17:00 UTC: already the 30th in Shanghai
 	_, err = b.s.SetStock(b.ctx, "sku-1", 6, 0, "ops:1")
-	ledTry(t, "stock", err)
+	try(t, "stock", err)
 }
 
 const shanghai = "Asia/Shanghai"
@@ -60,7 +60,7 @@ const shanghai = "Asia/Shanghai"
 func TestDailyReportTotals(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
-		body := ledGet(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
+		body := getPageBoth(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
 		want := map[string]string{
 			"inventory-ADJUST": "2 15", "inventory-LOCK": "2 3", "inventory-RELEASE": "1 2", "inventory-DEDUCT": "1 1",
 			"coupon-PLATFORM-ADJUST": "1 1", "coupon-PLATFORM-LOCK": "1 1", "coupon-PLATFORM-RELEASE": "1 1", "coupon-PLATFORM-DEDUCT": "0 0",
@@ -72,30 +72,30 @@ func TestDailyReportTotals(t *testing.T) {
 		}
 		for cell, nq := range want {
 			n, q, _ := strings.Cut(nq, " ")
-			ledWant(t, body, "report-"+cell+"-n", n)
-			ledWant(t, body, "report-"+cell+"-q", q)
+			requireText(t, body, "report-"+cell+"-n", n)
+			requireText(t, body, "report-"+cell+"-q", q)
 		}
-		ledWant(t, body, "report-total", "当天共 22 行流水。")
-		prev, _ := ledHref(body, "report-prev")
-		next, _ := ledHref(body, "report-next")
-		csvURL, _ := ledHref(body, "report-csv")
+		requireText(t, body, "report-total", "当天共 22 行流水。")
+		prev, _ := testidHref(body, "report-prev")
+		next, _ := testidHref(body, "report-next")
+		csvURL, _ := testidHref(body, "report-csv")
 		if prev != "/reports/daily?date=2026-11-28" || next != "/reports/daily?date=2026-11-30" || csvURL != "/reports/daily.csv?date=2026-11-29" {
 			t.Fatalf("links: prev %q next %q csv %q", prev, next, csvURL)
 		}
-		ledHas(t, ledGet(t, b, prev, shanghai, http.StatusOK), "report-empty", true)
+		requireElement(t, getPageBoth(t, b, prev, shanghai, http.StatusOK), "report-empty", true)
 
 		// The 30th in Shanghai holds the late decrease, and is today there.
-		today := ledGet(t, b, "/reports/daily", shanghai, http.StatusOK)
-		ledWant(t, today, "report-date", "2026-11-30")
-		ledWant(t, today, "report-inventory-ADJUST-n", "1")
-		ledWant(t, today, "report-inventory-ADJUST-q", "-3")
-		ledWant(t, today, "report-total", "当天共 1 行流水。")
-		ledHas(t, today, "report-next", false)
+		today := getPageBoth(t, b, "/reports/daily", shanghai, http.StatusOK)
+		requireText(t, today, "report-date", "2026-11-30")
+		requireText(t, today, "report-inventory-ADJUST-n", "1")
+		requireText(t, today, "report-inventory-ADJUST-q", "-3")
+		requireText(t, today, "report-total", "当天共 1 行流水。")
+		requireElement(t, today, "report-next", false)
 
 		// In UTC the whole history is the 29th.
-		utc := ledGet(t, b, "/reports/daily?date=2026-11-29", "", http.StatusOK)
-		ledWant(t, utc, "report-inventory-ADJUST-n", "3")
-		ledWant(t, utc, "report-inventory-ADJUST-q", "12")
+		utc := getPageBoth(t, b, "/reports/daily?date=2026-11-29", "", http.StatusOK)
+		requireText(t, utc, "report-inventory-ADJUST-n", "3")
+		requireText(t, utc, "report-inventory-ADJUST-q", "12")
 	})
 }
 
@@ -105,7 +105,7 @@ func TestDailyReportTotals(t *testing.T) {
 func TestDailyReportCSV(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
-		rec := ledServe(b, "/reports/daily.csv?date=2026-11-29", "en", shanghai)
+		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "en", shanghai)
 		if rec.Code != http.StatusOK {
 			t.Fatalf("csv = %d %s", rec.Code, rec.Body)
 		}
@@ -157,7 +157,7 @@ func TestDailyReportCSV(t *testing.T) {
 			}
 		}
 
-		next := ledServe(b, "/reports/daily.csv?date=2026-11-30", "zh", shanghai)
+		next := servePage(b, "/reports/daily.csv?date=2026-11-30", "zh", shanghai)
 		records, err = csv.NewReader(bytes.NewReader(next.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 2 {
 			t.Fatalf("the 30th: %v, %q", err, records)
@@ -166,7 +166,7 @@ func TestDailyReportCSV(t *testing.T) {
 		if r := records[1]; r[6] != "ADJUST" || r[8] != "-3" || r[9] != "9" || r[10] != "6" {
 			t.Fatalf("decrease row %q", r)
 		}
-		empty := ledServe(b, "/reports/daily.csv?date=2026-11-28", "zh", shanghai)
+		empty := servePage(b, "/reports/daily.csv?date=2026-11-28", "zh", shanghai)
 		records, err = csv.NewReader(bytes.NewReader(empty.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 1 {
 			t.Fatalf("an empty day: %v, %q", err, records)
@@ -179,11 +179,11 @@ func TestDailyReportCSVNeutralises(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, actor := range []string{"+1", "-1", "@SUM(A1)", "\tx", "\rx", "=1"} {
 			_, err := b.s.SetStock(b.ctx, "sku-1", 1, 0, actor)
-			ledTry(t, "stock", err)
+			try(t, "stock", err)
 			_, err = b.s.SetStock(b.ctx, "sku-1", 0, 0, "plain")
-			ledTry(t, "stock", err)
+			try(t, "stock", err)
 		}
-		rec := ledServe(b, "/reports/daily.csv?date=2026-11-29", "zh", "")
+		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "zh", "")
 		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
 		if err != nil {
 			t.Fatal(err)

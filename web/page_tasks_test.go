@@ -3,7 +3,6 @@ package web_test
 import (
 	"errors"
 	"fmt"
-	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,94 +32,15 @@ func tkBundle(t *testing.T, d models.Dialect) bundle {
 	return newBundle(s, clock)
 }
 
-// tkEachEngine runs fn on both engines with a tkBundle.
-func tkEachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
-	t.Helper()
-	for _, d := range modelstest.Engines {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, tkBundle(t, d))
-		})
-	}
-}
-
-func tkTry(t *testing.T, what string, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
-}
-
 // tkOrder places order no holding qty of sku (and a place of activity when
 // set) and closes it.
 func tkOrder(t *testing.T, b bundle, no, sku, activity string) {
 	t.Helper()
 	_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: "u1",
 		Items: []models.Item{{SkuID: sku, Qty: 1}}, ActivityID: activity})
-	tkTry(t, "place "+no, err)
+	try(t, "place "+no, err)
 	_, err = b.s.CloseOrder(b.ctx, no, models.TriggerUserCancel, "u1")
-	tkTry(t, "close "+no, err)
-}
-
-// tkGet fetches a page in Chinese or English, failing unless the status is
-// want or a key is left untranslated.
-func tkGet(t *testing.T, b bundle, path string, en bool, want int) string {
-	t.Helper()
-	req := httptest.NewRequest(http.MethodGet, path, nil)
-	if en {
-		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-	}
-	rec := b.serve(req)
-	if rec.Code != want {
-		t.Fatalf("GET %s = %d, want %d\n%s", path, rec.Code, want, rec.Body)
-	}
-	body := rec.Body.String()
-	if strings.Contains(body, "⟦") {
-		t.Fatalf("GET %s (en=%v) has an untranslated key:\n%s", path, en, body)
-	}
-	return body
-}
-
-// tkTag is the start tag of the element whose data-testid is id.
-func tkTag(body, id string) string {
-	m := regexp.MustCompile(`<[^<>]*data-testid="` + regexp.QuoteMeta(id) + `"[^<>]*>`).FindString(body)
-	return m
-}
-
-// tkText is the text of the first element whose data-testid is id (up to
-// its first nested end tag), tags removed and spaces folded; ok is false
-// when there is no such element.
-func tkText(body, id string) (string, bool) {
-	re := regexp.MustCompile(`data-testid="` + regexp.QuoteMeta(id) + `"[^<>]*>((?:[^<]|<[^/])*?)</`)
-	m := re.FindStringSubmatch(body)
-	if m == nil {
-		return "", false
-	}
-	s := regexp.MustCompile(`<[^>]*>`).ReplaceAllString(m[1], " ")
-	return strings.Join(strings.Fields(html.UnescapeString(s)), " "), true
-}
-
-// tkWant fails unless the element id reads want.
-func tkWant(t *testing.T, body, id, want string) {
-	t.Helper()
-	got, ok := tkText(body, id)
-	if !ok {
-		t.Errorf("no element %q", id)
-		return
-	}
-	if got != want {
-		t.Errorf("%s = %q, want %q", id, got, want)
-	}
-}
-
-// tkHref is the link of the element id.
-func tkHref(t *testing.T, body, id string) string {
-	t.Helper()
-	m := regexp.MustCompile(`href="([^"]*)"`).FindStringSubmatch(tkTag(body, id))
-	if m == nil {
-		t.Fatalf("element %q has no link", id)
-	}
-	return html.UnescapeString(m[1])
+	try(t, "close "+no, err)
 }
 
 // tkRowIDs are the task ids a list page shows, in order.
@@ -130,16 +50,6 @@ func tkRowIDs(body string) []string {
 		ids = append(ids, m[1])
 	}
 	return ids
-}
-
-// tkPost sends a dashboard form.
-func tkPost(b bundle, path string, form url.Values, en bool) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if en {
-		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-	}
-	return b.serve(req)
 }
 
 // tkFollow follows a POST's redirect with its cookies and returns the
@@ -157,18 +67,14 @@ func tkFollow(t *testing.T, b bundle, rec *httptest.ResponseRecorder, en bool) (
 	if en {
 		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
 	}
-	got := b.serve(req)
-	if got.Code != http.StatusOK || strings.Contains(got.Body.String(), "⟦") {
-		t.Fatalf("GET %s = %d\n%s", location, got.Code, got.Body)
-	}
-	return got.Body.String(), location
+	return wantPage(t, b.serve(req), "GET "+location, http.StatusOK), location
 }
 
 // tkTasks reads every task, ordered by id.
 func tkTasks(t *testing.T, b bundle) []models.ReleaseTask {
 	t.Helper()
 	var all []models.ReleaseTask
-	tkTry(t, "read tasks", b.s.R.Order("id").Find(&all).Error)
+	try(t, "read tasks", b.s.R.Order("id").Find(&all).Error)
 	return all
 }
 
@@ -180,13 +86,13 @@ func tkTasks(t *testing.T, b bundle) []models.ReleaseTask {
 func tkShop(t *testing.T, b bundle, n int) {
 	t.Helper()
 	_, err := b.s.SetStock(b.ctx, "sku-a", 1000, 0, "test")
-	tkTry(t, "sku-a", err)
+	try(t, "sku-a", err)
 	_, err = b.s.SetStock(b.ctx, "sku-m", 10, 0, "test")
-	tkTry(t, "sku-m", err)
+	try(t, "sku-m", err)
 	_, err = b.s.SetActivity(b.ctx, "act-1", 1000, "test")
-	tkTry(t, "act-1", err)
+	try(t, "act-1", err)
 	_, err = b.s.SetActivity(b.ctx, "act-q", 10, "test")
-	tkTry(t, "act-q", err)
+	try(t, "act-q", err)
 	for i := range n {
 		act := ""
 		if i%2 == 0 {
@@ -203,8 +109,8 @@ func tkShop(t *testing.T, b bundle, n int) {
 	tkOrder(t, b, "r-1", "sku-a", "")
 	tkOrder(t, b, "r-2", "sku-a", "")
 	tkOrder(t, b, "q-1", "sku-a", "act-q")
-	tkTry(t, "hand edit", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-m'").Error)
-	tkTry(t, "hand edit", b.s.W.Exec("UPDATE activity_quotas SET locked = 0 WHERE activity_id = 'act-q'").Error)
+	try(t, "hand edit", b.s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-m'").Error)
+	try(t, "hand edit", b.s.W.Exec("UPDATE activity_quotas SET locked = 0 WHERE activity_id = 'act-q'").Error)
 	drain(t, b)
 	b.clock.Advance(time.Second)
 	tkOrder(t, b, "p-1", "sku-a", "")
@@ -213,7 +119,7 @@ func tkShop(t *testing.T, b bundle, n int) {
 // The list pages through every task newest first with no gap and no
 // repeat, and each filter shows exactly its tasks.
 func TestTasksListFiltersAndPages(t *testing.T) {
-	tkEachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 70)
 		all := tkTasks(t, b)
 		if len(all) < 110 {
@@ -234,19 +140,19 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 			}
 			path, pages := "/tasks", 0
 			for path != "" {
-				body := tkGet(t, b, path, en, http.StatusOK)
+				body := getPage(t, b, path, en, http.StatusOK)
 				rows := tkRowIDs(body)
 				if len(rows) > 50 {
 					t.Fatalf("page of %d rows", len(rows))
 				}
 				got = append(got, rows...)
 				pages++
-				if pages > 1 && tkTag(body, "tasks-first") == "" {
+				if pages > 1 && testidTag(body, "tasks-first") == "" {
 					t.Errorf("page %d has no link to the first page", pages)
 				}
 				path = ""
-				if tkTag(body, "tasks-next") != "" {
-					path = tkHref(t, body, "tasks-next")
+				if testidTag(body, "tasks-next") != "" {
+					path = mustHref(t, body, "tasks-next")
 				}
 			}
 			if pages != (len(all)+49)/50 || !slices.Equal(got, wantIDs) {
@@ -254,7 +160,7 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 			}
 		}
 		// Oldest first starts with the first task.
-		body := tkGet(t, b, "/tasks?sort=old", false, http.StatusOK)
+		body := getPage(t, b, "/tasks?sort=old", false, http.StatusOK)
 		if rows := tkRowIDs(body); len(rows) == 0 || rows[0] != fmt.Sprint(all[0].ID) {
 			t.Fatalf("oldest first starts with %v, want %d", rows[:1], all[0].ID)
 		}
@@ -296,27 +202,27 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 			{"older=1&status=PENDING", func(models.ReleaseTask) bool { return false }, false},
 		}
 		for _, f := range filters {
-			body := tkGet(t, b, "/tasks?"+f.query, false, http.StatusOK)
+			body := getPage(t, b, "/tasks?"+f.query, false, http.StatusOK)
 			got := tkRowIDs(body)
 			sort.Strings(got)
 			want := ids(f.keep)
 			if !slices.Equal(got, want) {
 				t.Errorf("%s: rows %v, want %v", f.query, got, want)
 			}
-			if _, empty := tkText(body, "tasks-empty"); empty != (len(want) == 0) {
+			if _, empty := testidText(body, "tasks-empty"); empty != (len(want) == 0) {
 				t.Errorf("%s: empty state shown = %v with %d rows", f.query, empty, len(want))
 			}
-			if has := tkTag(body, "tasks-rerun-link") != ""; has != f.rerun {
+			if has := testidTag(body, "tasks-rerun-link") != ""; has != f.rerun {
 				t.Errorf("%s: rerun link shown = %v, want %v", f.query, has, f.rerun)
 			}
 		}
 		// The rerun link keeps the filter.
-		body = tkGet(t, b, "/tasks?status=MANUAL&type=inventory&class=LOCKED_SHORT", true, http.StatusOK)
-		if got := tkHref(t, body, "tasks-rerun-link"); got != "/tasks/rerun?class=LOCKED_SHORT&status=MANUAL&type=inventory" {
+		body = getPage(t, b, "/tasks?status=MANUAL&type=inventory&class=LOCKED_SHORT", true, http.StatusOK)
+		if got := mustHref(t, body, "tasks-rerun-link"); got != "/tasks/rerun?class=LOCKED_SHORT&status=MANUAL&type=inventory" {
 			t.Errorf("rerun link = %q", got)
 		}
 		// A row links to its task and its order, and shows the error.
-		body = tkGet(t, b, "/tasks?order=r-1", false, http.StatusOK)
+		body = getPage(t, b, "/tasks?order=r-1", false, http.StatusOK)
 		row := regexp.MustCompile(`<tr data-testid="task-row"[\s\S]*?</tr>`).FindString(body)
 		for _, want := range []string{`href="/orders/r-1"`, `href="/tasks/`, `stock service timed out`, `<td>超时</td>`, `重试中`} {
 			if !strings.Contains(row, want) {
@@ -325,7 +231,7 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 		}
 		// Eleven minutes on, the older filter keeps the PENDING task.
 		b.clock.Advance(11 * time.Minute)
-		body = tkGet(t, b, "/tasks?older=10&status=PENDING", false, http.StatusOK)
+		body = getPage(t, b, "/tasks?older=10&status=PENDING", false, http.StatusOK)
 		if got := tkRowIDs(body); len(got) != 1 {
 			t.Errorf("older=10&status=PENDING: %v, want p-1's task", got)
 		}
@@ -342,63 +248,63 @@ func TestTasksBadParams(t *testing.T) {
 			"/tasks/rerun?type=gold", "/tasks/rerun?type=inventory&older=x",
 		} {
 			for _, en := range []bool{false, true} {
-				body := tkGet(t, b, path, en, http.StatusBadRequest)
-				if tkTag(body, "error-code") == "" {
+				body := getPage(t, b, path, en, http.StatusBadRequest)
+				if testidTag(body, "error-code") == "" {
 					t.Errorf("%s: no error page", path)
 				}
 			}
 		}
-		body := tkGet(t, b, "/tasks/12345", true, http.StatusNotFound)
-		if tkTag(body, "error-code") == "" {
+		body := getPage(t, b, "/tasks/12345", true, http.StatusNotFound)
+		if testidTag(body, "error-code") == "" {
 			t.Error("unknown task: no error page")
 		}
-		tkGet(t, b, "/tasks", false, http.StatusOK)
+		getPage(t, b, "/tasks", false, http.StatusOK)
 	})
 }
 
 // A task page shows the task, every attempt, and links to its order and
 // its order's rerun.
 func TestTaskDetail(t *testing.T) {
-	tkEachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 2)
 		var retry models.ReleaseTask
-		tkTry(t, "r-1", b.s.R.Where("order_no = 'r-1'").Take(&retry).Error)
+		try(t, "r-1", b.s.R.Where("order_no = 'r-1'").Take(&retry).Error)
 		// A task never tried says so.
 		var pending models.ReleaseTask
-		tkTry(t, "p-1", b.s.R.Where("order_no = 'p-1'").Take(&pending).Error)
-		body := tkGet(t, b, fmt.Sprintf("/tasks/%d", pending.ID), false, http.StatusOK)
-		if tkTag(body, "attempts-empty") == "" {
+		try(t, "p-1", b.s.R.Where("order_no = 'p-1'").Take(&pending).Error)
+		body := getPage(t, b, fmt.Sprintf("/tasks/%d", pending.ID), false, http.StatusOK)
+		if testidTag(body, "attempts-empty") == "" {
 			t.Error("no empty state for a task never tried")
 		}
 		// A second failure, so two attempts.
 		b.clock.Advance(2 * time.Second)
 		drain(t, b)
 		for _, en := range []bool{false, true} {
-			body := tkGet(t, b, fmt.Sprintf("/tasks/%d", retry.ID), en, http.StatusOK)
+			body := getPage(t, b, fmt.Sprintf("/tasks/%d", retry.ID), en, http.StatusOK)
 			if n := strings.Count(body, `data-testid="attempt-row"`); n != 2 {
 				t.Errorf("attempt rows = %d, want 2", n)
 			}
-			if got := tkHref(t, body, "task-order"); got != "/orders/r-1" {
+			if got := mustHref(t, body, "task-order"); got != "/orders/r-1" {
 				t.Errorf("order link = %q", got)
 			}
-			if got := tkHref(t, body, "task-rerun"); got != "/orders/r-1/resources/inventory/rerun" {
+			if got := mustHref(t, body, "task-rerun"); got != "/orders/r-1/resources/inventory/rerun" {
 				t.Errorf("rerun link = %q", got)
 			}
 			if !strings.Contains(body, "stock service timed out") {
 				t.Error("the error is not shown")
 			}
 		}
-		body = tkGet(t, b, fmt.Sprintf("/tasks/%d", retry.ID), false, http.StatusOK)
-		tkWant(t, body, "task-status", "重试中")
-		tkWant(t, body, "task-class", "超时")
+		body = getPage(t, b, fmt.Sprintf("/tasks/%d", retry.ID), false, http.StatusOK)
+		checkText(t, body, "task-status", "重试中")
+		checkText(t, body, "task-class", "超时")
 		// A DONE task has no rerun link; its attempt reads DONE.
 		var done models.ReleaseTask
-		tkTry(t, "d-000", b.s.R.Where("order_no = 'd-000' AND resource_type = 'inventory'").Take(&done).Error)
-		body = tkGet(t, b, fmt.Sprintf("/tasks/%d", done.ID), true, http.StatusOK)
-		if tkTag(body, "task-rerun") != "" {
+		try(t, "d-000", b.s.R.Where("order_no = 'd-000' AND resource_type = 'inventory'").Take(&done).Error)
+		body = getPage(t, b, fmt.Sprintf("/tasks/%d", done.ID), true, http.StatusOK)
+		if testidTag(body, "task-rerun") != "" {
 			t.Error("a DONE task offers a rerun")
 		}
-		tkWant(t, body, "attempt-outcome", "DONE")
+		checkText(t, body, "attempt-outcome", "DONE")
 	})
 }
 
@@ -406,25 +312,25 @@ func TestTaskDetail(t *testing.T) {
 // filter keeps; the POST makes exactly those due in one transaction, with
 // one audit row, and wakes the worker; refusals change nothing.
 func TestBulkRerunPages(t *testing.T) {
-	tkEachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 4)
 		// Without a type, or with a status that cannot be rerun: a 400 page
 		// that says what to do.
 		for _, path := range []string{"/tasks/rerun", "/tasks/rerun?status=MANUAL", "/tasks/rerun?type=inventory&status=DONE",
 			"/tasks/rerun?type=quota&status=MANUAL&due=1"} {
 			for _, en := range []bool{false, true} {
-				body := tkGet(t, b, path, en, http.StatusBadRequest)
-				if tkTag(body, "bulk-refused") == "" {
+				body := getPage(t, b, path, en, http.StatusBadRequest)
+				if testidTag(body, "bulk-refused") == "" {
 					t.Errorf("%s: no explanation", path)
 				}
 			}
 		}
 		// The preview counts: 3 MANUAL + 2 RETRY inventory tasks.
-		body := tkGet(t, b, "/tasks/rerun?type=inventory&status=MANUAL&status=RETRY", false, http.StatusOK)
-		tkWant(t, body, "bulk-count", "5")
-		body = tkGet(t, b, "/tasks/rerun?type=inventory&status=MANUAL", true, http.StatusOK)
-		tkWant(t, body, "bulk-count", "3")
-		if got := tkHref(t, body, "bulk-list"); got != "/tasks?status=MANUAL&type=inventory" {
+		body := getPage(t, b, "/tasks/rerun?type=inventory&status=MANUAL&status=RETRY", false, http.StatusOK)
+		checkText(t, body, "bulk-count", "5")
+		body = getPage(t, b, "/tasks/rerun?type=inventory&status=MANUAL", true, http.StatusOK)
+		checkText(t, body, "bulk-count", "3")
+		if got := mustHref(t, body, "bulk-list"); got != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("list link = %q", got)
 		}
 		for _, field := range []string{`name="type" value="inventory"`, `name="status" value="MANUAL"`, `name="expected" value="3"`, `name="reason" required`} {
@@ -432,15 +338,15 @@ func TestBulkRerunPages(t *testing.T) {
 				t.Errorf("the form lacks %s", field)
 			}
 		}
-		body = tkGet(t, b, "/tasks/rerun?type=coupon", false, http.StatusOK)
-		if tkTag(body, "bulk-nothing") == "" || tkTag(body, "bulk-form") != "" {
+		body = getPage(t, b, "/tasks/rerun?type=coupon", false, http.StatusOK)
+		if testidTag(body, "bulk-nothing") == "" || testidTag(body, "bulk-form") != "" {
 			t.Error("a preview of nothing offers a form")
 		}
 
 		form := url.Values{"type": {"inventory"}, "status": {"MANUAL"}, "expected": {"3"}, "reason": {"   "}}
 		// An empty reason goes back to the preview, with nothing written.
 		before := snapshot(t, b)
-		body, loc := tkFollow(t, b, tkPost(b, "/tasks/rerun", form, false), false)
+		body, loc := tkFollow(t, b, postForm(b, "/tasks/rerun", form, false), false)
 		if loc != "/tasks/rerun?status=MANUAL&type=inventory" || !strings.Contains(body, "请填写重跑原因") {
 			t.Errorf("empty reason went to %s:\n%s", loc, body)
 		}
@@ -454,7 +360,7 @@ func TestBulkRerunPages(t *testing.T) {
 			{"type": {"gold"}, "expected": {"1"}, "reason": {"r"}},
 			{"status": {"MANUAL"}, "expected": {"1"}, "reason": {"r"}},
 		} {
-			if rec := tkPost(b, "/tasks/rerun", bad, true); rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "⟦") {
+			if rec := postForm(b, "/tasks/rerun", bad, true); rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "⟦") {
 				t.Errorf("POST %v = %d\n%s", bad, rec.Code, rec.Body)
 			}
 		}
@@ -466,11 +372,11 @@ func TestBulkRerunPages(t *testing.T) {
 		tasksBefore := tkTasks(t, b)
 		form.Set("reason", "sku-m recounted")
 		form.Set("expected", "4")
-		body, loc = tkFollow(t, b, tkPost(b, "/tasks/rerun", form, true), true)
+		body, loc = tkFollow(t, b, postForm(b, "/tasks/rerun", form, true), true)
 		if loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("redirected to %s", loc)
 		}
-		if flash, _ := tkText(body, "flash"); !strings.Contains(flash, "3 task(s) made due (you confirmed 4") {
+		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "3 task(s) made due (you confirmed 4") {
 			t.Errorf("flash = %q", flash)
 		}
 		if b.wakes.Load() != 1 {
@@ -491,7 +397,7 @@ func TestBulkRerunPages(t *testing.T) {
 			}
 		}
 		var audit []models.AuditEntry
-		tkTry(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&audit).Error)
+		try(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&audit).Error)
 		if len(audit) != 1 || audit[0].Target != "tasks:inventory?status=MANUAL" || audit[0].Reason != "sku-m recounted" ||
 			audit[0].Outcome != "ok" || audit[0].Actor != "ops:192.0.2.1" || !strings.Contains(audit[0].Detail, "3 task(s)") {
 			t.Errorf("audit = %+v", audit)
@@ -500,11 +406,11 @@ func TestBulkRerunPages(t *testing.T) {
 		// Again: nothing matches. An error flash, a refused audit row, nothing else.
 		before = snapshot(t, b)
 		form.Set("expected", "3")
-		body, loc = tkFollow(t, b, tkPost(b, "/tasks/rerun", form, false), false)
-		if flash, _ := tkText(body, "flash"); !strings.Contains(flash, "NOTHING_TO_RERUN") || loc != "/tasks?status=MANUAL&type=inventory" {
+		body, loc = tkFollow(t, b, postForm(b, "/tasks/rerun", form, false), false)
+		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "NOTHING_TO_RERUN") || loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("second rerun: flash %q at %s", flash, loc)
 		}
-		if tag := tkTag(body, "flash"); !strings.Contains(tag, "error") {
+		if tag := testidTag(body, "flash"); !strings.Contains(tag, "error") {
 			t.Errorf("the flash is not an error: %s", tag)
 		}
 		before.sameExcept(t, snapshot(t, b), map[string]int64{"audit_log": 1})

@@ -1,10 +1,202 @@
 package web_test
 
 import (
+	"fmt"
+	"html"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
+
+// What every page test uses: fetching a page as a given viewer, and reading
+// its elements by data-testid.
+
+// servePage sends GET path as a viewer whose language cookie is lang and
+// whose time-zone cookie is tz; an empty value sends no cookie.
+func servePage(b bundle, path, lang, tz string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if lang != "" {
+		req.AddCookie(&http.Cookie{Name: "lang", Value: lang})
+	}
+	if tz != "" {
+		req.AddCookie(&http.Cookie{Name: "tz", Value: url.QueryEscape(tz)})
+	}
+	return b.serve(req)
+}
+
+// getPage fetches a page, in English when en is set (else with no language
+// cookie), failing unless the status is want; every page must be fully
+// translated.
+func getPage(t *testing.T, b bundle, path string, en bool, want int) string {
+	t.Helper()
+	lang := ""
+	if en {
+		lang = "en"
+	}
+	return wantPage(t, servePage(b, path, lang, ""), fmt.Sprintf("GET %s (en=%v)", path, en), want)
+}
+
+// getPageBoth fetches a page as a Chinese viewer and as an English one, in
+// the zone tz ("" for the server's), failing unless both answer want with
+// every text translated; it returns the Chinese body.
+func getPageBoth(t *testing.T, b bundle, path, tz string, want int) string {
+	t.Helper()
+	var zh string
+	for _, lang := range []string{"zh", "en"} {
+		body := wantPage(t, servePage(b, path, lang, tz), fmt.Sprintf("GET %s (%s)", path, lang), want)
+		if lang == "zh" {
+			zh = body
+		}
+	}
+	return zh
+}
+
+// wantPage fails the test unless the answer to what has status want and no
+// untranslated key; it returns the body.
+func wantPage(t *testing.T, rec *httptest.ResponseRecorder, what string, want int) string {
+	t.Helper()
+	if rec.Code != want {
+		t.Fatalf("%s = %d, want %d\n%s", what, rec.Code, want, rec.Body)
+	}
+	body := rec.Body.String()
+	if strings.Contains(body, "⟦") {
+		t.Fatalf("%s has an untranslated key:\n%s", what, body)
+	}
+	return body
+}
+
+// postForm sends a dashboard form, in English when en is set.
+func postForm(b bundle, path string, form url.Values, en bool) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if en {
+		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
+	}
+	return b.serve(req)
+}
+
+var tagRE = regexp.MustCompile(`<[^>]*>`)
+
+// markupText is the text of markup: tags removed, entities decoded, spaces
+// folded.
+func markupText(markup string) string {
+	return strings.Join(strings.Fields(html.UnescapeString(tagRE.ReplaceAllString(markup, " "))), " ")
+}
+
+// testidElement returns the first element whose data-testid is id, from its
+// start tag to its matching end tag, or "" when there is none.
+func testidElement(body, id string) string {
+	i := strings.Index(body, `data-testid="`+id+`"`)
+	if i < 0 {
+		return ""
+	}
+	start := strings.LastIndex(body[:i], "<")
+	name := body[start+1:]
+	name = name[:strings.IndexAny(name, " >")]
+	depth := 0
+	for j := start; j < len(body); {
+		next := strings.Index(body[j:], "<")
+		if next < 0 {
+			break
+		}
+		j += next
+		switch {
+		case strings.HasPrefix(body[j:], "</"+name+">"):
+			depth--
+			if depth == 0 {
+				return body[start : j+len(name)+3]
+			}
+		case strings.HasPrefix(body[j:], "<"+name+" "), strings.HasPrefix(body[j:], "<"+name+">"):
+			depth++
+		}
+		j++
+	}
+	return body[start:]
+}
+
+// testidText is the text (as markupText) of the first element whose
+// data-testid is id, up to its first nested end tag; ok is false when there
+// is no such element.
+func testidText(body, id string) (text string, ok bool) {
+	i := strings.Index(body, `data-testid="`+id+`"`)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i:]
+	rest = rest[strings.Index(rest, ">")+1:]
+	if end := strings.Index(rest, "</"); end >= 0 {
+		rest = rest[:end]
+	}
+	return markupText(rest), true
+}
+
+// testidTag is the start tag of the element whose data-testid is id, or ""
+// when there is none.
+func testidTag(body, id string) string {
+	return regexp.MustCompile(`<[^<>]*data-testid="` + regexp.QuoteMeta(id) + `"[^<>]*>`).FindString(body)
+}
+
+var hrefRE = regexp.MustCompile(`href="([^"]*)"`)
+
+// testidHref is the link of the element whose data-testid is id; ok is false
+// when there is no such element or it has no link.
+func testidHref(body, id string) (href string, ok bool) {
+	m := hrefRE.FindStringSubmatch(testidTag(body, id))
+	if m == nil {
+		return "", false
+	}
+	return html.UnescapeString(m[1]), true
+}
+
+// mustHref is testidHref for an element that must have a link.
+func mustHref(t *testing.T, body, id string) string {
+	t.Helper()
+	href, ok := testidHref(body, id)
+	if !ok {
+		t.Fatalf("element %q has no link", id)
+	}
+	return href
+}
+
+// checkText reports, and lets the test go on, unless element id reads want.
+func checkText(t *testing.T, body, id, want string) {
+	t.Helper()
+	if msg := textMismatch(body, id, want); msg != "" {
+		t.Error(msg)
+	}
+}
+
+// requireText stops the test unless element id reads want.
+func requireText(t *testing.T, body, id, want string) {
+	t.Helper()
+	if msg := textMismatch(body, id, want); msg != "" {
+		t.Fatal(msg)
+	}
+}
+
+// textMismatch says how element id fails to read want, or "" when it does.
+func textMismatch(body, id, want string) string {
+	got, ok := testidText(body, id)
+	if !ok {
+		return fmt.Sprintf("no element %q in:\n%s", id, body)
+	}
+	if got != want {
+		return fmt.Sprintf("%s = %q, want %q", id, got, want)
+	}
+	return ""
+}
+
+// requireElement stops the test unless the page has (or, with present
+// false, lacks) element id.
+func requireElement(t *testing.T, body, id string, present bool) {
+	t.Helper()
+	if _, ok := testidText(body, id); ok != present {
+		t.Fatalf("element %q present = %v, want %v in:\n%s", id, ok, present, body)
+	}
+}
 
 // The layout speaks Chinese by default and English once switched; the
 // switch is remembered in a cookie and comes back to the same page.

@@ -29,6 +29,14 @@ func (s *server) routes(e *echo.Echo) {
 	e.GET("/balances", s.balanceLedger)
 	e.GET("/reports/daily", s.dailyReport)
 	e.GET("/reports/daily.csv", s.dailyReportCSV)
+	e.GET("/recon", s.reconPage)
+	e.POST("/recon/run", s.reconRunNow)
+	e.GET("/recon/diffs/:id", s.reconDiff)
+	e.POST("/recon/diffs/:id/ack", s.reconAck)
+	e.POST("/recon/diffs/:id/resolve", s.reconResolve)
+	e.GET("/jobs", s.jobsPage)
+	e.POST("/jobs/:name/run", s.jobRunNow)
+	e.GET("/metrics", s.metricsHandler)
 
 	// JSON API.
 	api := e.Group("/api/v1")
@@ -53,4 +61,5 @@ func (s *server) routes(e *echo.Echo) {
 	api.POST("/orders/:order_no/pay", s.payOrder)
 	api.POST("/orders/:order_no/close", s.closeOrder)
 	api.POST("/orders/:order_no/resources/:type/rerun", s.rerun)
+	api.POST("/reconcile", s.apiReconcile)
 }

@@ -36,10 +36,16 @@ type bundle struct {
 // eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.
 func eachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
 	t.Helper()
+	eachEngineWith(t, setup, fn)
+}
+
+// eachEngineWith is eachEngine with the bundle that open makes.
+func eachEngineWith(t *testing.T, open func(*testing.T, models.Dialect) bundle, fn func(t *testing.T, b bundle)) {
+	t.Helper()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			fn(t, setup(t, d))
+			fn(t, open(t, d))
 		})
 	}
 }
@@ -77,6 +83,14 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.buf.String()
+}
+
+// try fails the test on a set-up error.
+func try(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
 }
 
 // call sends one request through the router; a non-empty body goes as JSON.
@@ -157,37 +171,31 @@ type shop struct {
 // sku-1, act-1's only place and seat-1; order paid-1 bought one sku-1.
 func seedShop(t *testing.T, b bundle) shop {
 	t.Helper()
-	try := func(what string, err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatalf("seed %s: %v", what, err)
-		}
-	}
 	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test")
-	try("sku-1", err)
+	try(t, "seed sku-1", err)
 	_, err = b.s.SetStock(b.ctx, "sku-2", 1, 0, "test")
-	try("sku-2", err)
+	try(t, "seed sku-2", err)
 	expire := b.clock.Now().Add(48 * time.Hour)
 	c1, err := b.s.CreateCoupon(b.ctx, "u1", models.CouponPlatform, expire, "test")
-	try("coupon u1", err)
+	try(t, "seed coupon u1", err)
 	c2, err := b.s.CreateCoupon(b.ctx, "u2", models.CouponMerchant, expire, "test")
-	try("coupon u2", err)
+	try(t, "seed coupon u2", err)
 	_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "test")
-	try("balance", err)
+	try(t, "seed balance", err)
 	_, err = b.s.Credit(b.ctx, "u1", models.AssetPoints, 500, "test")
-	try("points", err)
+	try(t, "seed points", err)
 	_, err = b.s.SetActivity(b.ctx, "act-1", 1, "test")
-	try("act-1", err)
+	try(t, "seed act-1", err)
 	_, _, err = b.s.PutSlot(b.ctx, "seat-1", "test")
-	try("seat-1", err)
+	try(t, "seed seat-1", err)
 	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "held-1", UserID: "u1",
 		Items: []models.Item{{SkuID: "sku-1", Qty: 1}}, ActivityID: "act-1", SlotID: "seat-1"})
-	try("held-1", err)
+	try(t, "seed held-1", err)
 	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "paid-1", UserID: "u1",
 		Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
-	try("paid-1", err)
+	try(t, "seed paid-1", err)
 	_, err = b.s.PayOrder(b.ctx, "paid-1", "txn-paid-1")
-	try("pay paid-1", err)
+	try(t, "seed pay paid-1", err)
 	return shop{couponU1: c1.ID, couponU2: c2.ID}
 }
 

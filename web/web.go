@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 
+	"unhold/jobs"
 	"unhold/models"
 )
 
@@ -25,16 +26,21 @@ type Deps struct {
 	// Location is the time zone pages use until the viewer's browser tells
 	// its own; nil means UTC.
 	Location *time.Location
+	// Scheduler, when set, lists the periodic jobs and runs one on demand.
+	Scheduler *jobs.Scheduler
+	// Metrics, when set, is served at /metrics.
+	Metrics *jobs.Metrics
 }
 
 // server holds the dependencies every handler uses.
 type server struct {
-	store *models.Store
-	log   *slog.Logger
-	wake  func()
-	loc   *time.Location
-	zones zoneCache
-	diffs diffCount
+	store   *models.Store
+	log     *slog.Logger
+	wake    func()
+	loc     *time.Location
+	zones   zoneCache
+	sched   *jobs.Scheduler
+	metrics *jobs.Metrics
 }
 
 // New builds the echo server with every route in routes.go.
@@ -47,13 +53,15 @@ func New(d Deps) *echo.Echo {
 	if loc == nil {
 		loc = time.UTC
 	}
-	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc}
+	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,
 	})
 	// A panic becomes an error for handleError: a 500 INTERNAL answer, with
 	// the panic and the current goroutine's stack logged.
+	// Outermost, so it sees the status the client got, panics included.
+	e.Use(s.httpMetrics)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	s.routes(e)
 	return e

@@ -13,6 +13,7 @@ import (
 
 	"unhold/config"
 	"unhold/jobs"
+	"unhold/models"
 	"unhold/web"
 )
 
@@ -30,31 +31,45 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 	}
 
-	w := jobs.NewWorker(s, cfg.WorkerID, cfg.WorkerBatch, cfg.LeaseDuration, log)
+	metrics := jobs.NewMetrics(s, log)
+	w := jobs.NewWorker(s, cfg.WorkerID, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(metrics)
 	jobCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopJobs()
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); w.Run(jobCtx) }()
-	sched, err := jobs.NewScheduler(jobCtx, jobs.Jobs(s, w, jobs.Schedule{
+	loc, err := time.LoadLocation(cfg.TZ)
+	if err != nil {
+		return err
+	}
+	reconcileFn := func(ctx context.Context) (string, error) {
+		run, err := s.RunReconciliation(ctx, models.ReconByCron, "cron:"+cfg.WorkerID)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed), nil
+	}
+	list, err := jobs.List(jobs.Deps{Store: s, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
-	}, log), time.Minute, log)
+		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
+		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+	})
+	if err != nil {
+		return err
+	}
+	sched, err := jobs.New(jobCtx, list, jobs.Options{Store: s, Instance: cfg.WorkerID, Location: loc, Lease: cfg.JobLease, Log: log})
 	if err != nil {
 		return err
 	}
 	sched.Start()
 	w.Wake()
 
-	loc, err := time.LoadLocation(cfg.TZ)
-	if err != nil {
-		return err
-	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc}),
+		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,

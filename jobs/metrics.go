@@ -1,0 +1,277 @@
+package jobs
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"unhold/models"
+)
+
+// Outcomes of one claimed task that are the worker's, not the store's: the
+// try panicked, the store returned an error, or the lease was too short to
+// start it.
+const (
+	OutcomeCrashed    = "CRASHED"
+	OutcomeError      = "ERROR"
+	OutcomeLeaseShort = "LEASE_SHORT"
+)
+
+// classCrashed is the failure class of a try that panicked: the store
+// never saw its error to classify it.
+const classCrashed models.ErrorClass = "CRASHED"
+
+// scrapeTimeout bounds the database reads of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+// scrapeMaxInFlight bounds concurrent scrapes, each of which reads the
+// database, so a flood of requests to /metrics cannot load it.
+const scrapeMaxInFlight = 4
+
+// Histogram buckets. Close to release spans the retry schedule (1 s, 5 s,
+// 30 s, 5 min, 30 min) and a worker that is down for an hour; HTTP latency
+// has a bucket at the dashboard's 200 ms budget.
+var (
+	closeToReleaseBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	httpDurationBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10}
+)
+
+// Metrics is unhold's Prometheus metrics on a registry of its own (never the
+// global default one, so tests and several servers in one process do not
+// share counters). Counters and histograms are this process's: they start at
+// zero with it. The outbox and reconciliation gauges are read from the
+// database at scrape time, so they are right after a restart and the same on
+// every instance: aggregate those with max, not sum.
+//
+// ObserveRelease and ObserveHTTP on a nil *Metrics record nothing, so a
+// worker or server may run without metrics.
+type Metrics struct {
+	reg     *prometheus.Registry
+	handler http.Handler
+
+	releases       *prometheus.CounterVec
+	failures       *prometheus.CounterVec
+	duplicates     *prometheus.CounterVec
+	closeToRelease *prometheus.HistogramVec
+	httpRequests   *prometheus.CounterVec
+	httpDuration   *prometheus.HistogramVec
+}
+
+// scrapeSource is what the scrape-time gauges read; *models.Store is one.
+type scrapeSource interface {
+	ReleaseQueue(ctx context.Context) (models.ReleaseQueue, error)
+	OpenDiffCounts(ctx context.Context) (map[models.ResourceType]int64, error)
+}
+
+// NewMetrics registers every unhold metric, the Go runtime and process
+// collectors, and the database pools' statistics. log (nil: discarded)
+// receives scrape errors.
+func NewMetrics(s *models.Store, log *slog.Logger) *Metrics {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		releases: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "unhold_release_total",
+			Help: "Claimed release tasks by how their turn ended: DONE, DUPLICATE (already in the ledger), RETRY, MANUAL, LEASE_LOST, CRASHED, ERROR, LEASE_SHORT (not tried: too little lease left).",
+		}, []string{"resource", "outcome"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "unhold_release_failures_total",
+			Help: "Release tries that failed (RETRY, MANUAL, CRASHED, ERROR) by error class.",
+		}, []string{"resource", "class"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "unhold_release_duplicates_total",
+			Help: "Releases the ledger's unique key stopped because they were already applied; a spike means closes are triggered repeatedly.",
+		}, []string{"resource"}),
+		closeToRelease: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "unhold_close_to_release_seconds",
+			Help:    "Time from the close that wrote a release task (its created_at) to the task's release (DONE), retries and release delays included.",
+			Buckets: closeToReleaseBuckets,
+		}, []string{"resource"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "unhold_http_requests_total",
+			Help: "HTTP requests by method, route template and status code.",
+		}, []string{"method", "route", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "unhold_http_request_duration_seconds",
+			Help:    "HTTP request latency by method and route template, error pages included.",
+			Buckets: httpDurationBuckets,
+		}, []string{"method", "route"}),
+	}
+	m.reg.MustRegister(m.releases, m.failures, m.duplicates, m.closeToRelease, m.httpRequests, m.httpDuration,
+		newQueueCollector(s, scrapeTimeout, log),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := registerPools(m.reg, s); err != nil {
+		log.Warn("database pool metrics are off", slog.Any("err", err))
+	}
+	// Series for every resource type from the start, so a rate() over a
+	// counter that has not moved yet is 0, not absent.
+	for _, t := range models.ResourceTypes {
+		m.duplicates.WithLabelValues(string(t))
+		m.closeToRelease.WithLabelValues(string(t))
+		for _, o := range []string{models.OutcomeDone, models.OutcomeDuplicate, models.OutcomeRetry, models.OutcomeManual} {
+			m.releases.WithLabelValues(string(t), o)
+		}
+	}
+	m.handler = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{
+		ErrorLog:            slogPrinter{log},
+		ErrorHandling:       promhttp.ContinueOnError,
+		Registry:            m.reg,
+		MaxRequestsInFlight: scrapeMaxInFlight,
+	})
+	return m
+}
+
+// registerPools adds the database/sql statistics of the store's pools
+// (go_sql_* by db_name): the writer, and on SQLite the read pool.
+func registerPools(reg *prometheus.Registry, s *models.Store) error {
+	w, err := s.W.DB()
+	if err != nil {
+		return err
+	}
+	pools := map[string]*sql.DB{"write": w}
+	if s.R != s.W {
+		r, err := s.R.DB()
+		if err != nil {
+			return err
+		}
+		pools["read"] = r
+	}
+	for name, db := range pools {
+		if err := reg.Register(collectors.NewDBStatsCollector(db, name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Registry is the registry every unhold metric is on.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler { return m.handler }
+
+// ObserveRelease records how one claimed task's turn ended: outcome is the
+// store's (DONE, DUPLICATE, RETRY, MANUAL, LEASE_LOST) or the worker's
+// (CRASHED, ERROR, LEASE_SHORT), class the failure's class when there is
+// one, now the time the turn ended.
+func (m *Metrics) ObserveRelease(t models.ReleaseTask, outcome string, class models.ErrorClass, now time.Time) {
+	if m == nil {
+		return
+	}
+	res := string(t.ResourceType)
+	m.releases.WithLabelValues(res, outcome).Inc()
+	switch outcome {
+	case models.OutcomeDone:
+		m.closeToRelease.WithLabelValues(res).Observe(max(now.Sub(t.CreatedAt).Seconds(), 0))
+	case models.OutcomeDuplicate:
+		m.duplicates.WithLabelValues(res).Inc()
+	case OutcomeCrashed:
+		m.failures.WithLabelValues(res, string(classCrashed)).Inc()
+	case models.OutcomeRetry, models.OutcomeManual, OutcomeError:
+		if class == "" {
+			class = models.ClassUnknown
+		}
+		m.failures.WithLabelValues(res, string(class)).Inc()
+	}
+}
+
+// ObserveHTTP records one answered request. route must be the route
+// template (/orders/:order_no), never the raw path, so the number of series
+// stays bounded.
+func (m *Metrics) ObserveHTTP(method, route string, code int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.httpRequests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
+}
+
+// queueCollector reads the outbox and reconciliation gauges from the
+// database on every scrape.
+type queueCollector struct {
+	src     scrapeSource
+	timeout time.Duration
+	log     *slog.Logger
+
+	up, backlog, oldest, retry, manual, openDiffs *prometheus.Desc
+}
+
+func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger) *queueCollector {
+	return &queueCollector{
+		src: src, timeout: timeout, log: log,
+		up: prometheus.NewDesc("unhold_db_up",
+			"1 when this scrape read the outbox and reconciliation gauges from the database, 0 when a read failed.", nil, nil),
+		backlog: prometheus.NewDesc("unhold_release_backlog",
+			"Release tasks due now: PENDING or RETRY with next_at come.", nil, nil),
+		oldest: prometheus.NewDesc("unhold_release_oldest_due_seconds",
+			"How long the oldest due release task has waited past its next_at; over 600 means no worker is draining.", nil, nil),
+		retry: prometheus.NewDesc("unhold_release_retry_tasks",
+			"Release tasks in RETRY, due or waiting for their next try.", nil, nil),
+		manual: prometheus.NewDesc("unhold_release_manual_tasks",
+			"Release tasks in MANUAL, waiting for a person.", nil, nil),
+		openDiffs: prometheus.NewDesc("unhold_recon_open_diffs",
+			"Reconciliation diffs not yet resolved (OPEN or ACKED), by resource.", []string{"resource"}, nil),
+	}
+}
+
+func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs} {
+		ch <- d
+	}
+}
+
+// Collect leaves out a gauge it could not read rather than report it as 0,
+// and says so in unhold_db_up.
+func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var errs []error
+	q, err := c.src.ReleaseQueue(ctx)
+	if err == nil {
+		ch <- prometheus.MustNewConstMetric(c.backlog, prometheus.GaugeValue, float64(q.Due))
+		ch <- prometheus.MustNewConstMetric(c.oldest, prometheus.GaugeValue, q.OldestDueAge().Seconds())
+		ch <- prometheus.MustNewConstMetric(c.retry, prometheus.GaugeValue, float64(q.Retry))
+		ch <- prometheus.MustNewConstMetric(c.manual, prometheus.GaugeValue, float64(q.Manual))
+	} else {
+		errs = append(errs, err)
+	}
+	diffs, err := c.src.OpenDiffCounts(ctx)
+	if err == nil {
+		for _, t := range models.ResourceTypes {
+			ch <- prometheus.MustNewConstMetric(c.openDiffs, prometheus.GaugeValue, float64(diffs[t]), string(t))
+		}
+		for t, n := range diffs {
+			if _, err := models.ParseResourceType(string(t)); err != nil {
+				// A check that is not one resource type (the ledger's, say).
+				ch <- prometheus.MustNewConstMetric(c.openDiffs, prometheus.GaugeValue, float64(n), string(t))
+			}
+		}
+	} else {
+		errs = append(errs, fmt.Errorf("open diffs: %w", err))
+	}
+	up := 1.0
+	if err := errors.Join(errs...); err != nil {
+		up = 0
+		c.log.Error("metrics scrape could not read the database", slog.Any("err", err))
+	}
+	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+}
+
+// slogPrinter lets promhttp log through slog.
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Println(v ...any) {
+	p.log.Error("serve metrics", slog.String("err", fmt.Sprint(v...)))
+}

@@ -1,0 +1,255 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"unhold/models"
+)
+
+// Job names, stable: they key job_locks and job_runs and the Jobs page.
+const (
+	JobReleaseSweep   = "release_sweep"
+	JobLeaseRescue    = "lease_rescue"
+	JobTimeoutClose   = "timeout_close"
+	JobReconcile      = "reconcile"
+	JobLedgerReport   = "ledger_report"
+	JobAttemptCleanup = "attempt_cleanup"
+)
+
+// Schedule defaults, used for zero fields of Schedule.
+const (
+	DefaultSweep            = 2 * time.Second
+	DefaultTimeoutClose     = 10 * time.Second
+	DefaultLeaseRescue      = 30 * time.Second
+	DefaultReconcileAt      = "03:00"
+	DefaultLedgerReport     = "5 0 * * *"  // 00:05: yesterday's ledgers are complete
+	DefaultCleanup          = "30 4 * * *" // 04:30: after reconciliation, before the day's traffic
+	DefaultAttemptRetention = 90 * 24 * time.Hour
+)
+
+// Bounds of the work of one run.
+const (
+	closeBatch   = 500 // unpaid orders closed per timeout-close run
+	cleanupBatch = 500 // rows deleted per cleanup transaction: a short hold of SQLite's one writer
+)
+
+// Deps is what the periodic jobs work on.
+type Deps struct {
+	Store *models.Store
+	// Worker is woken by the sweep and after timeout closes; nil leaves the
+	// sweep out.
+	Worker *Worker
+	// Reconcile runs one reconciliation and says what it found; nil leaves
+	// the reconciliation job out.
+	Reconcile func(ctx context.Context) (summary string, err error)
+	Log       *slog.Logger
+}
+
+// Schedule says when each job runs, in Location; zero fields take the
+// defaults above.
+type Schedule struct {
+	Sweep, TimeoutClose, LeaseRescue time.Duration
+	// ReconcileAt is the daily time of reconciliation, "HH:MM".
+	ReconcileAt string
+	// LedgerReport and Cleanup are "@every <duration>" or 5-field cron specs.
+	LedgerReport, Cleanup string
+	// AttemptRetention is how long attempts of finished tasks (and
+	// recorded job runs) are kept.
+	AttemptRetention time.Duration
+	// Location is the time zone of the specs and of the ledger report's
+	// days; nil is UTC.
+	Location *time.Location
+}
+
+func (sc Schedule) withDefaults() Schedule {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&sc.Sweep, DefaultSweep)
+	def(&sc.TimeoutClose, DefaultTimeoutClose)
+	def(&sc.LeaseRescue, DefaultLeaseRescue)
+	def(&sc.AttemptRetention, DefaultAttemptRetention)
+	if sc.ReconcileAt == "" {
+		sc.ReconcileAt = DefaultReconcileAt
+	}
+	if sc.LedgerReport == "" {
+		sc.LedgerReport = DefaultLedgerReport
+	}
+	if sc.Cleanup == "" {
+		sc.Cleanup = DefaultCleanup
+	}
+	if sc.Location == nil {
+		sc.Location = time.UTC
+	}
+	return sc
+}
+
+// every is the spec of a fixed interval.
+func every(d time.Duration) string { return "@every " + d.String() }
+
+// DailyAt is the cron spec of a daily time "HH:MM" (00:00 to 23:59).
+func DailyAt(hhmm string) (string, error) {
+	h, m, ok := strings.Cut(hhmm, ":")
+	hour, herr := strconv.Atoi(h)
+	minute, merr := strconv.Atoi(m)
+	if !ok || herr != nil || merr != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
+		hour < 0 || hour > 23 || minute < 0 || minute > 59 {
+		return "", fmt.Errorf("daily time must be HH:MM from 00:00 to 23:59, got %q", hhmm)
+	}
+	return fmt.Sprintf("%d %d * * *", minute, hour), nil
+}
+
+// List is every periodic job with its schedule, in one place:
+//
+//   - release_sweep: wakes this process's worker (per process, unlocked,
+//     unrecorded);
+//   - lease_rescue: clears expired task leases;
+//   - timeout_close: closes unpaid orders past their deadline;
+//   - reconcile: daily reconciliation, at ReconcileAt;
+//   - ledger_report: yesterday's ledger totals, shortly after midnight;
+//   - attempt_cleanup: deletes old attempts of finished tasks, and old job runs.
+//
+// Every job but the sweep runs on one instance at a time.
+func List(d Deps, sc Schedule) ([]Job, error) {
+	sc = sc.withDefaults()
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s, w := d.Store, d.Worker
+	wake := func() {
+		if w != nil {
+			w.Wake()
+		}
+	}
+	var jobs []Job
+	if w != nil {
+		jobs = append(jobs, Job{Name: JobReleaseSweep, Spec: every(sc.Sweep), Local: true,
+			Run: func(context.Context) (string, error) {
+				w.Wake()
+				return "", nil
+			}})
+	}
+	jobs = append(jobs,
+		Job{Name: JobLeaseRescue, Spec: every(sc.LeaseRescue), Run: func(ctx context.Context) (string, error) {
+			n, err := s.RescueLeases(ctx)
+			if n == 0 {
+				return "", err
+			}
+			return fmt.Sprintf("cleared %d expired task leases", n), err
+		}},
+		Job{Name: JobTimeoutClose, Spec: every(sc.TimeoutClose), Run: func(ctx context.Context) (string, error) {
+			closed, err := s.CloseExpired(ctx, closeBatch)
+			if len(closed) == 0 {
+				return "", err
+			}
+			wake()
+			return fmt.Sprintf("closed %d unpaid orders past their deadline", len(closed)), err
+		}},
+	)
+	if d.Reconcile != nil {
+		spec, err := DailyAt(sc.ReconcileAt)
+		if err != nil {
+			return nil, fmt.Errorf("reconcile: %w", err)
+		}
+		jobs = append(jobs, Job{Name: JobReconcile, Spec: spec, Timeout: 10 * time.Minute, Run: d.Reconcile})
+	}
+	jobs = append(jobs,
+		Job{Name: JobLedgerReport, Spec: sc.LedgerReport, Timeout: 5 * time.Minute,
+			Run: func(ctx context.Context) (string, error) { return LedgerReport(ctx, s, sc.Location, log) }},
+		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
+			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, sc.AttemptRetention) }},
+	)
+	return jobs, nil
+}
+
+// LedgerReport totals yesterday's ledger rows (the day before the store's
+// today in loc) by resource, cost bearer and type, logs the totals and
+// returns them as a run summary: one line of rows per resource, then one
+// line per total.
+func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log *slog.Logger) (string, error) {
+	now := s.Now().In(loc)
+	to := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
+	from := to.AddDate(0, 0, -1)
+	totals, err := s.LedgerTotals(ctx, from, to)
+	if err != nil {
+		return "", err
+	}
+	order := func(r models.ResourceType) int { return slices.Index(models.ResourceTypes, r) }
+	slices.SortFunc(totals, func(a, b models.LedgerTotal) int {
+		if c := order(a.Resource) - order(b.Resource); c != 0 {
+			return c
+		}
+		if c := strings.Compare(string(a.Owner), string(b.Owner)); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.Type), string(b.Type))
+	})
+	day := from.Format("2006-01-02")
+	var rows int64
+	byResource := map[models.ResourceType]int64{}
+	var detail strings.Builder
+	for _, t := range totals {
+		rows += t.Rows
+		byResource[t.Resource] += t.Rows
+		name := string(t.Resource)
+		if t.Owner != "" {
+			name += " " + string(t.Owner)
+		}
+		fmt.Fprintf(&detail, "\n%s %s: %d rows, qty %d", name, t.Type, t.Rows, t.Qty)
+	}
+	var parts []string
+	for _, r := range models.ResourceTypes {
+		if n := byResource[r]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", r, n))
+		}
+	}
+	summary := fmt.Sprintf("%s (%s): %d ledger rows", day, loc, rows)
+	if len(parts) > 0 {
+		summary += " — " + strings.Join(parts, ", ")
+	}
+	log.Info("daily ledger report", slog.String("day", day), slog.String("tz", loc.String()),
+		slog.Int64("rows", rows), slog.Any("totals", totals))
+	return summary + detail.String(), nil
+}
+
+// CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
+// short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
+// the recorded job runs older than retention. Ledgers and the audit log
+// are never touched: they are append-only.
+func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Duration) (string, error) {
+	cutoff := s.Now().Add(-retention)
+	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
+		var total int64
+		for ctx.Err() == nil {
+			n, err := del(ctx, cutoff, cleanupBatch)
+			total += n
+			if err != nil || n < cleanupBatch {
+				return total, err
+			}
+		}
+		return total, ctx.Err()
+	}
+	attempts, err := drain(s.DeleteOldAttempts)
+	var runs int64
+	if err == nil {
+		runs, err = drain(s.DeleteOldJobRuns)
+	}
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s)",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention)), err
+}
+
+func retentionText(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
+}

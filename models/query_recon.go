@@ -1,0 +1,232 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// DiffStatuses lists every ticket status, in workflow order.
+var DiffStatuses = []string{DiffOpen, DiffAcked, DiffResolved}
+
+// ParseDiffStatus accepts a ticket status.
+func ParseDiffStatus(s string) (string, error) {
+	for _, st := range DiffStatuses {
+		if st == s {
+			return st, nil
+		}
+	}
+	return "", fmt.Errorf("%w: ticket status must be OPEN, ACKED or RESOLVED, not %q", ErrInvalid, s)
+}
+
+// DiffPageSize is how many tickets one page of the list shows.
+const DiffPageSize = 50
+
+// DiffQuery selects one page of tickets, newest first. Zero fields do not
+// filter; no status keeps every status.
+type DiffQuery struct {
+	Statuses []string
+	Resource ResourceType
+	// Sign is 1 or -1; 0 keeps both.
+	Sign int
+	// Before keeps tickets whose id is below it: the keyset of the next page.
+	Before int64
+	Limit  int
+}
+
+// DiffPage is one page of tickets and the keyset of the next one (0 on the
+// last page).
+type DiffPage struct {
+	Tickets []DiffTicket
+	Next    int64
+}
+
+// DiffTickets reads one page of the tickets q keeps, newest (highest id)
+// first. Each (status, resource) pair is read on its own range of the
+// (status, resource_type, id) index, at most a page from each, and the
+// parts merged in one UNION ALL, so no query reads or sorts more than a
+// page per pair however many tickets were resolved over the years.
+func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) {
+	if q.Sign != 0 && q.Sign != 1 && q.Sign != -1 {
+		return DiffPage{}, fmt.Errorf("%w: sign must be 1 or -1, not %d", ErrInvalid, q.Sign)
+	}
+	if q.Before < 0 {
+		return DiffPage{}, fmt.Errorf("%w: the page position must be a positive ticket id, not %d", ErrInvalid, q.Before)
+	}
+	if q.Limit <= 0 || q.Limit > 500 {
+		q.Limit = DiffPageSize
+	}
+	var statuses []string
+	for _, st := range q.Statuses {
+		if _, err := ParseDiffStatus(st); err != nil {
+			return DiffPage{}, err
+		}
+		if !slices.Contains(statuses, st) {
+			statuses = append(statuses, st)
+		}
+	}
+	if len(statuses) == 0 {
+		statuses = DiffStatuses
+	}
+	resources := ResourceTypes
+	if q.Resource != "" {
+		if _, err := ParseResourceType(string(q.Resource)); err != nil {
+			return DiffPage{}, err
+		}
+		resources = []ResourceType{q.Resource}
+	}
+	cond := "status = ? AND resource_type = ?"
+	var extra []any
+	if q.Sign != 0 {
+		// Not in the index: the part reads its range until a page matches.
+		cond += " AND sign = ?"
+		extra = append(extra, q.Sign)
+	}
+	if q.Before > 0 {
+		cond += " AND id < ?"
+		extra = append(extra, q.Before)
+	}
+	var parts []string
+	var args []any
+	for _, st := range statuses {
+		for _, rt := range resources {
+			parts = append(parts, fmt.Sprintf(`SELECT * FROM (SELECT * FROM recon_diffs WHERE %s ORDER BY id DESC LIMIT %d) AS p%d`,
+				cond, q.Limit+1, len(parts)))
+			args = append(append(args, st, rt), extra...)
+		}
+	}
+	sql := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + fmt.Sprintf(") AS u ORDER BY id DESC LIMIT %d", q.Limit+1)
+	var out []DiffTicket
+	if err := s.R.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
+		return DiffPage{}, fmt.Errorf("list diff tickets: %w", err)
+	}
+	page := DiffPage{Tickets: out}
+	if len(out) > q.Limit {
+		page.Tickets = out[:q.Limit]
+		page.Next = page.Tickets[q.Limit-1].ID
+	}
+	return page, nil
+}
+
+// DiffSummary counts the unresolved tickets of one resource and sign.
+type DiffSummary struct {
+	Resource ResourceType
+	Sign     int
+	Open     int64
+	Acked    int64
+}
+
+// OpenDiffSummary counts the OPEN and ACKED tickets by resource and sign,
+// in the order of ResourceTypes, positive before negative. It reads only
+// the unresolved part of the status index.
+func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
+	type row struct {
+		ResourceType ResourceType
+		Sign         int
+		Status       string
+		N            int64
+	}
+	var rows []row
+	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, sign, status, COUNT(*) AS n FROM recon_diffs
+		WHERE status IN ('OPEN','ACKED') GROUP BY resource_type, sign, status`).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("summarise open diffs: %w", err)
+	}
+	type key struct {
+		t    ResourceType
+		sign int
+	}
+	sums := map[key]*DiffSummary{}
+	var out []DiffSummary
+	for _, r := range rows {
+		k := key{r.ResourceType, r.Sign}
+		d := sums[k]
+		if d == nil {
+			d = &DiffSummary{Resource: r.ResourceType, Sign: r.Sign}
+			sums[k] = d
+		}
+		if r.Status == DiffAcked {
+			d.Acked += r.N
+		} else {
+			d.Open += r.N
+		}
+	}
+	for _, d := range sums {
+		out = append(out, *d)
+	}
+	rank := func(t ResourceType) int {
+		for i, rt := range ResourceTypes {
+			if rt == t {
+				return i
+			}
+		}
+		return len(ResourceTypes)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if a, b := rank(out[i].Resource), rank(out[j].Resource); a != b {
+			return a < b
+		}
+		if out[i].Resource != out[j].Resource {
+			return out[i].Resource < out[j].Resource
+		}
+		return out[i].Sign > out[j].Sign
+	})
+	return out, nil
+}
+
+// ReconRunsByID reads the runs with the given ids, by primary key.
+func (s *Store) ReconRunsByID(ctx context.Context, ids []int64) (map[int64]ReconRun, error) {
+	out := make(map[int64]ReconRun, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var runs []ReconRun
+	if err := s.R.WithContext(ctx).Where("id IN ?", ids).Find(&runs).Error; err != nil {
+		return nil, fmt.Errorf("reconciliation runs by id: %w", err)
+	}
+	for _, r := range runs {
+		out[r.ID] = r
+	}
+	return out, nil
+}
+
+// ReconRunAfter is the first run after run id that finished: the one that
+// closed a ticket last seen in run id automatically. Nil when none.
+func (s *Store) ReconRunAfter(ctx context.Context, id int64) (*ReconRun, error) {
+	var runs []ReconRun
+	err := s.R.WithContext(ctx).Where("id > ? AND status = ?", id, ReconDone).Order("id").Limit(1).Find(&runs).Error
+	if err != nil {
+		return nil, fmt.Errorf("reconciliation run after %d: %w", id, err)
+	}
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	return &runs[0], nil
+}
+
+// maxDiffHistory bounds the audit entries a ticket's page shows.
+const maxDiffHistory = 100
+
+// DiffHistory lists what people did to a ticket, oldest first, from the
+// audit log (index (target, id)).
+func (s *Store) DiffHistory(ctx context.Context, id int64) ([]AuditEntry, error) {
+	var out []AuditEntry
+	err := s.R.WithContext(ctx).Where("target = ?", fmt.Sprintf("diff:%d", id)).Order("id").Limit(maxDiffHistory).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("history of diff %d: %w", id, err)
+	}
+	return out, nil
+}
+
+// AuditReconRunNow records that actor asked for a reconciliation run from
+// the dashboard; the run itself records its result in recon_runs.
+func (s *Store) AuditReconRunNow(ctx context.Context, actor string) error {
+	e := AuditEntry{Actor: actor, Action: "recon_run_now", Target: "recon", Outcome: "ok",
+		Detail: "started in the background", CreatedAt: s.Now()}
+	if err := s.W.WithContext(ctx).Create(&e).Error; err != nil {
+		return fmt.Errorf("audit reconciliation run: %w", err)
+	}
+	return nil
+}

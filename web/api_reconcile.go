@@ -1,0 +1,45 @@
+package web
+
+import (
+	"bytes"
+	"net/http"
+
+	"github.com/labstack/echo/v5"
+
+	"unhold/models"
+)
+
+// reconcileView is the answer of POST /api/v1/reconcile: the run and the
+// tickets left unresolved, per resource.
+type reconcileView struct {
+	Run       *models.ReconRun              `json:"run"`
+	OpenDiffs map[models.ResourceType]int64 `json:"open_diffs"`
+}
+
+// apiReconcile runs a reconciliation now and answers when it is done. The
+// body may be empty or {}; the run is recorded with the caller as actor.
+func (s *server) apiReconcile(c *echo.Context) error {
+	b, err := readBody(c, false)
+	if err != nil {
+		return err
+	}
+	if b != nil {
+		var body *struct{}
+		if err := decodeJSON(bytes.NewReader(b), &body); err != nil {
+			return err
+		}
+		if body == nil {
+			return invalidf("the body must be {} or empty, not null")
+		}
+	}
+	ctx := c.Request().Context()
+	run, err := s.store.RunReconciliation(ctx, models.ReconByAPI, actor(c))
+	if err != nil {
+		return err
+	}
+	open, err := s.store.OpenDiffCounts(ctx)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, reconcileView{Run: run, OpenDiffs: open})
+}
