@@ -54,6 +54,9 @@ func BenchmarkPages(b *testing.B) {
 		{"balances", "/balances"},
 		{"balances_user", "/balances?user=u04242"},
 		{"daily_report", "/reports/daily?date=" + day},
+		{"recon", "/recon"},
+		{"recon_resolved_plus", "/recon?status=RESOLVED&sign=1"},
+		{"jobs", "/jobs"},
 	}
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
