@@ -221,6 +221,10 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		clock.advance(gap)
 	}
 	w.Drain(ctx)
+	// The planted diffs show up as tickets, as after a nightly run.
+	if _, err := s.RunReconciliation(ctx, models.ReconByCLI, "demo"); err != nil {
+		return demoStats{}, err
+	}
 	return demoCount(ctx, s, len(placed))
 }
 

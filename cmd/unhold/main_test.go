@@ -59,6 +59,10 @@ func TestDemoShopHasEveryState(t *testing.T) {
 			if len(diffs) == 0 {
 				t.Error("no reconciliation diffs planted")
 			}
+			open, err := s.OpenDiffCounts(ctx)
+			if err != nil || open[models.ResInventory] == 0 || open[models.ResCoupon] == 0 {
+				t.Errorf("open tickets after the demo = %v, %v; want inventory and coupon tickets", open, err)
+			}
 		})
 	}
 }
