@@ -105,10 +105,13 @@ func (s *Scheduler) runHeld(e *entry, take models.JobTake, trigger string) {
 }
 
 // heartbeat renews a lease every third of its length until stop; onLost is
-// called once when a renewal finds the lease taken.
+// called once when a renewal finds the lease taken, or when renewals have
+// failed for two thirds of the lease: then another instance may take the
+// job soon, so this run stops itself before that can happen.
 func (s *Scheduler) heartbeat(job, token string, stop <-chan struct{}, onLost func()) {
 	t := time.NewTicker(s.lease / 3)
 	defer t.Stop()
+	lastOK := time.Now()
 	for {
 		select {
 		case <-stop:
@@ -123,10 +126,16 @@ func (s *Scheduler) heartbeat(job, token string, stop <-chan struct{}, onLost fu
 			s.log.Error("job lease lost mid-run: cancelling the run", slog.String("job", job), slog.String("instance", s.instance))
 			onLost()
 			return
+		case err != nil && time.Since(lastOK) >= s.lease*2/3:
+			s.log.Error("job lease not renewed in time: cancelling the run before another instance takes it",
+				slog.String("job", job), slog.String("instance", s.instance), slog.Any("err", err))
+			onLost()
+			return
 		case err != nil:
-			// A failed renewal is retried at the next beat; the lease
-			// lasts three beats.
+			// Retried at the next beat; the lease lasts three beats.
 			s.log.Warn("job lease not renewed", slog.String("job", job), slog.String("instance", s.instance), slog.Any("err", err))
+		default:
+			lastOK = time.Now()
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -238,11 +239,10 @@ func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Durati
 		}
 		return total, ctx.Err()
 	}
-	attempts, err := drain(s.DeleteOldAttempts)
-	var runs int64
-	if err == nil {
-		runs, err = drain(s.DeleteOldJobRuns)
-	}
+	// Each table is pruned even when the other could not be.
+	attempts, aerr := drain(s.DeleteOldAttempts)
+	runs, rerr := drain(s.DeleteOldJobRuns)
+	err := errors.Join(aerr, rerr)
 	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s)",
 		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention)), err
 }

@@ -358,7 +358,11 @@ func (s *Scheduler) RunNow(ctx context.Context, name, actor string) error {
 		}()
 		return nil
 	}
-	take, err := s.store.ClaimJob(ctx, models.JobClaim{Name: name, Owner: s.instance, TriggeredBy: actor, Lease: s.lease, Audit: &audit})
+	// Not the caller's context: a claim committed while the request was
+	// cancelled would hold the lease with nothing running.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer ccancel()
+	take, err := s.store.ClaimJob(cctx, models.JobClaim{Name: name, Owner: s.instance, TriggeredBy: actor, Lease: s.lease, Audit: &audit})
 	if err != nil {
 		return err
 	}

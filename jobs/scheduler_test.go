@@ -67,11 +67,17 @@ func (s *schedSpans) checkNoOverlap(t *testing.T) map[string]int {
 	sp := slices.Clone(s.spans)
 	sort.Slice(sp, func(i, j int) bool { return sp[i].start.Before(sp[j].start) })
 	per := map[string]int{}
+	// Against the latest end so far, so a long run covering several later
+	// ones is caught too.
+	var last int
 	for i, r := range sp {
 		per[r.instance]++
-		if i > 0 && r.start.Before(sp[i-1].end) {
+		if i > 0 && r.start.Before(sp[last].end) {
 			t.Errorf("run %d on %s started at %s, before run %d on %s ended at %s",
-				i, r.instance, r.start.Format("15:04:05.000"), i-1, sp[i-1].instance, sp[i-1].end.Format("15:04:05.000"))
+				i, r.instance, r.start.Format("15:04:05.000"), last, sp[last].instance, sp[last].end.Format("15:04:05.000"))
+		}
+		if i == 0 || r.end.After(sp[last].end) {
+			last = i
 		}
 	}
 	return per
@@ -640,7 +646,8 @@ func TestCleanupAttemptsJob(t *testing.T) {
 }
 
 // The scheduler never starts a job while its previous run is still going:
-// the first run blocks across several ticks, and no tick may start another.
+// the first run blocks across several ticks, and neither a tick nor an
+// operator's run-now may start another.
 func TestSchedulerSkipsOverlappingRuns(t *testing.T) {
 	t.Parallel()
 	var running, overlaps, runs atomic.Int32
@@ -668,6 +675,10 @@ func TestSchedulerSkipsOverlappingRuns(t *testing.T) {
 		t.Fatal("the job never ran")
 	}
 	time.Sleep(2500 * time.Millisecond) // two or more ticks while the first run blocks
+	// An operator's run-now meanwhile is refused, not started beside it.
+	if err := sc.RunNow(context.Background(), "slow", "test"); !errors.Is(err, jobs.ErrAlreadyRunning) {
+		t.Errorf("run-now while running = %v, want ErrAlreadyRunning", err)
+	}
 	close(release)
 	sc.Stop()
 	if overlaps.Load() != 0 {
