@@ -46,21 +46,7 @@ func TestSQLiteConcurrentWritersFromTwoStores(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "shared.db")
 	ctx := context.Background()
-	var stores []*models.Store
-	for range 2 {
-		s, err := models.Open(ctx, path, models.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		stores = append(stores, s)
-	}
-	if _, err := stores[0].Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stores[0].SetStock(ctx, "sku-1", 1000, 0, "test"); err != nil {
-		t.Fatal(err)
-	}
+	stores := twoProcesses(t, path)
 	const per = 40
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*per)
@@ -99,21 +85,7 @@ func TestSQLiteWriteTransactionsAreImmediate(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "immediate.db")
 	ctx := context.Background()
-	var stores []*models.Store
-	for range 2 {
-		s, err := models.Open(ctx, path, models.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
-		stores = append(stores, s)
-	}
-	if _, err := stores[0].Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stores[0].SetStock(ctx, "sku-1", 1000, 0, "test"); err != nil {
-		t.Fatal(err)
-	}
+	stores := twoProcesses(t, path)
 	const per = 50
 	var wg sync.WaitGroup
 	errs := make(chan error, 2*per)
@@ -147,4 +119,27 @@ func TestSQLiteWriteTransactionsAreImmediate(t *testing.T) {
 	if sku.Available != 1000-2*per {
 		t.Fatalf("available = %d, want %d: an update was lost", sku.Available, 1000-2*per)
 	}
+}
+
+// twoProcesses opens two stores on one SQLite file, as two processes would,
+// with a migrated schema and sku-1 holding 1000.
+func twoProcesses(t *testing.T, path string) []*models.Store {
+	t.Helper()
+	ctx := context.Background()
+	var stores []*models.Store
+	for range 2 {
+		s, err := models.Open(ctx, path, models.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		stores = append(stores, s)
+	}
+	if _, err := stores[0].Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[0].SetStock(ctx, "sku-1", 1000, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	return stores
 }

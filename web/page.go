@@ -43,6 +43,16 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 	return p
 }
 
+// flashPage is enough of a page to word a flash message in the viewer's
+// language.
+func flashPage(c *echo.Context) views.Page {
+	p := views.Page{Lang: views.LangZH}
+	if ck, err := c.Cookie(cookieLang); err == nil {
+		p.Lang = views.ParseLang(ck.Value)
+	}
+	return p
+}
+
 // redirectWithFlash answers an action: POST → 303 → GET, with a message
 // the next page shows once.
 func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {

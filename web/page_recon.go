@@ -237,16 +237,6 @@ func withSign(f views.ReconFilter, sign string) views.ReconFilter {
 	return f
 }
 
-// flashPage is enough of a page to word a flash message in the viewer's
-// language.
-func flashPage(c *echo.Context) views.Page {
-	p := views.Page{Lang: views.LangZH}
-	if ck, err := c.Cookie(cookieLang); err == nil {
-		p.Lang = views.ParseLang(ck.Value)
-	}
-	return p
-}
-
 // reconRunNow is POST /recon/run: it audits the request, starts a run in
 // the background (a big shop takes seconds) and goes back to the page. A
 // run still RUNNING, unless stale, is not doubled by a second click.

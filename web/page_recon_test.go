@@ -125,29 +125,11 @@ func reconOrderLinks(row string) []string {
 	return out
 }
 
-// reconFollow follows a POST's 303 with its cookies, as a Chinese or an
-// English viewer, and returns where it went and the page there.
-func reconFollow(t *testing.T, b bundle, rec *httptest.ResponseRecorder, en bool) (location, body string) {
-	t.Helper()
-	if rec.Code != http.StatusSeeOther {
-		t.Fatalf("POST = %d, want 303\n%s", rec.Code, rec.Body)
-	}
-	location = rec.Header().Get("Location")
-	req := httptest.NewRequest(http.MethodGet, location, nil)
-	for _, ck := range rec.Result().Cookies() {
-		req.AddCookie(ck)
-	}
-	if en {
-		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-	}
-	return location, wantPage(t, b.serve(req), "GET "+location, http.StatusOK)
-}
-
 // reconFlash follows a POST and checks the flash it left: ok or error, and
 // its text.
 func reconFlash(t *testing.T, b bundle, rec *httptest.ResponseRecorder, en bool, wantTo string, ok bool, text string) string {
 	t.Helper()
-	to, body := reconFollow(t, b, rec, en)
+	to, body := followPost(t, b, rec, en)
 	if to != wantTo {
 		t.Fatalf("redirected to %q, want %q", to, wantTo)
 	}

@@ -240,16 +240,6 @@ func sortHidden(h []views.BulkHidden) {
 	sort.SliceStable(h, func(i, j int) bool { return h[i].Name < h[j].Name })
 }
 
-// bulkFlashPage is enough of a page to word a flash message in the
-// viewer's language.
-func bulkFlashPage(c *echo.Context) views.Page {
-	p := views.Page{Lang: views.LangZH}
-	if ck, err := c.Cookie(cookieLang); err == nil {
-		p.Lang = views.ParseLang(ck.Value)
-	}
-	return p
-}
-
 // bulkRerunSubmit makes the confirmed set of tasks due in one transaction,
 // wakes the worker and goes back to the list with what it did.
 func (s *server) bulkRerunSubmit(c *echo.Context) error {
@@ -265,7 +255,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if err != nil || expected < 0 {
 		return invalidf("expected must be the count the preview showed, not %q", form.Get("expected"))
 	}
-	p := bulkFlashPage(c)
+	p := flashPage(c)
 	reason := strings.TrimSpace(form.Get("reason"))
 	switch {
 	case reason == "":

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -50,24 +49,6 @@ func tkRowIDs(body string) []string {
 		ids = append(ids, m[1])
 	}
 	return ids
-}
-
-// tkFollow follows a POST's redirect with its cookies and returns the
-// page it lands on and where that is.
-func tkFollow(t *testing.T, b bundle, rec *httptest.ResponseRecorder, en bool) (body, location string) {
-	t.Helper()
-	if rec.Code != http.StatusSeeOther {
-		t.Fatalf("POST = %d, want 303\n%s", rec.Code, rec.Body)
-	}
-	location = rec.Header().Get("Location")
-	req := httptest.NewRequest(http.MethodGet, location, nil)
-	for _, ck := range rec.Result().Cookies() {
-		req.AddCookie(ck)
-	}
-	if en {
-		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
-	}
-	return wantPage(t, b.serve(req), "GET "+location, http.StatusOK), location
 }
 
 // tkTasks reads every task, ordered by id.
@@ -346,7 +327,7 @@ func TestBulkRerunPages(t *testing.T) {
 		form := url.Values{"type": {"inventory"}, "status": {"MANUAL"}, "expected": {"3"}, "reason": {"   "}}
 		// An empty reason goes back to the preview, with nothing written.
 		before := snapshot(t, b)
-		body, loc := tkFollow(t, b, postForm(b, "/tasks/rerun", form, false), false)
+		loc, body := followPost(t, b, postForm(b, "/tasks/rerun", form, false), false)
 		if loc != "/tasks/rerun?status=MANUAL&type=inventory" || !strings.Contains(body, "请填写重跑原因") {
 			t.Errorf("empty reason went to %s:\n%s", loc, body)
 		}
@@ -372,7 +353,7 @@ func TestBulkRerunPages(t *testing.T) {
 		tasksBefore := tkTasks(t, b)
 		form.Set("reason", "sku-m recounted")
 		form.Set("expected", "4")
-		body, loc = tkFollow(t, b, postForm(b, "/tasks/rerun", form, true), true)
+		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", form, true), true)
 		if loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("redirected to %s", loc)
 		}
@@ -406,7 +387,7 @@ func TestBulkRerunPages(t *testing.T) {
 		// Again: nothing matches. An error flash, a refused audit row, nothing else.
 		before = snapshot(t, b)
 		form.Set("expected", "3")
-		body, loc = tkFollow(t, b, postForm(b, "/tasks/rerun", form, false), false)
+		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", form, false), false)
 		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "NOTHING_TO_RERUN") || loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("second rerun: flash %q at %s", flash, loc)
 		}

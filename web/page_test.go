@@ -238,3 +238,21 @@ func TestErrorsByAudience(t *testing.T) {
 		}
 	})
 }
+
+// followPost follows a POST's 303 with its cookies, as a Chinese or an
+// English viewer, and returns where it went and the page there.
+func followPost(t *testing.T, b bundle, rec *httptest.ResponseRecorder, en bool) (location, body string) {
+	t.Helper()
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("POST = %d, want 303\n%s", rec.Code, rec.Body)
+	}
+	location = rec.Header().Get("Location")
+	req := httptest.NewRequest(http.MethodGet, location, nil)
+	for _, ck := range rec.Result().Cookies() {
+		req.AddCookie(ck)
+	}
+	if en {
+		req.AddCookie(&http.Cookie{Name: "lang", Value: "en"})
+	}
+	return location, wantPage(t, b.serve(req), "GET "+location, http.StatusOK)
+}
