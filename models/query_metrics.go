@@ -93,41 +93,11 @@ func (s *Store) ReleaseHealth(ctx context.Context) (Health, error) {
 	h := Health{Now: now}
 	db := s.R.WithContext(ctx)
 
-	type statusCount struct {
-		Status TaskStatus
-		N      int64
+	q, err := s.ReleaseQueue(ctx)
+	if err != nil {
+		return h, err
 	}
-	var due []statusCount
-	if err := db.Raw(`SELECT status, COUNT(*) AS n FROM release_tasks
-		WHERE status IN ('PENDING','RETRY') AND next_at <= ? GROUP BY status`, now).Scan(&due).Error; err != nil {
-		return h, fmt.Errorf("count due tasks: %w", err)
-	}
-	for _, c := range due {
-		h.DueBacklog += c.N
-	}
-	for _, st := range []TaskStatus{TaskPending, TaskRetry} {
-		var first []ReleaseTask
-		if err := db.Select("id, next_at").Where("status = ? AND next_at <= ?", st, now).
-			Order("next_at").Limit(1).Find(&first).Error; err != nil {
-			return h, fmt.Errorf("oldest due %s task: %w", st, err)
-		}
-		if len(first) == 1 && (h.OldestDue.IsZero() || first[0].NextAt.Before(h.OldestDue)) {
-			h.OldestDue = first[0].NextAt
-		}
-	}
-	var open []statusCount
-	if err := db.Raw(`SELECT status, COUNT(*) AS n FROM release_tasks
-		WHERE status IN ('RETRY','MANUAL') GROUP BY status`).Scan(&open).Error; err != nil {
-		return h, fmt.Errorf("count failed tasks: %w", err)
-	}
-	for _, c := range open {
-		switch c.Status {
-		case TaskRetry:
-			h.Retry = c.N
-		case TaskManual:
-			h.Manual = c.N
-		}
-	}
+	h.DueBacklog, h.OldestDue, h.Retry, h.Manual = q.Due, q.OldestDue, q.Retry, q.Manual
 
 	if err := s.attemptStats(ctx, &h); err != nil {
 		return h, err
