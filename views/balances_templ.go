@@ -708,7 +708,7 @@ func BalancesPage(p Page, v BalancesView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = ledgerPager(p, v.Pager).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = Pager(p, v.Pager.FirstURL, v.Pager.NextURL, "page-first", "page-next").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

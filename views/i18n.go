@@ -36,6 +36,7 @@ var commonText = text{
 	"reset":         {"清除", "Reset"},
 	"next":          {"下一页", "Next page"},
 	"first":         {"第一页", "First page"},
+	"pager":         {"翻页", "Pages"},
 	"empty":         {"没有符合条件的记录。", "Nothing matches."},
 	"yes":           {"是", "yes"},
 	"no":            {"否", "no"},

@@ -17,7 +17,6 @@ var ledgerText = text{
 	"ledger.spent":     {"已用", "Spent"},
 	"ledger.from":      {"起始日期", "From"},
 	"ledger.to":        {"截止日期（含）", "To (inclusive)"},
-	"ledger.pages":     {"翻页", "Pages"},
 	"ledger.empty":     {"没有符合条件的流水。换个筛选条件，或清除筛选再看。", "No ledger rows match. Change the filter, or reset it."},
 
 	"inv.title":         {"库存", "Inventory"},

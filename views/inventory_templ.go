@@ -539,7 +539,7 @@ func InventoryPage(p Page, v InventoryView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = ledgerPager(p, v.Pager).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Pager(p, v.Pager.FirstURL, v.Pager.NextURL, "page-first", "page-next").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1166,7 +1166,7 @@ func SKUPage(p Page, v SKUView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = ledgerPager(p, v.Pager).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Pager(p, v.Pager.FirstURL, v.Pager.NextURL, "page-first", "page-next").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
