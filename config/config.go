@@ -57,6 +57,12 @@ type Config struct {
 	CleanupSchedule      string        // deletion of old attempts of finished tasks
 	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
 	JobLease             time.Duration // a cron job's lease across instances, renewed while it runs
+
+	// Accounts and HTTP hardening.
+	SessionIdle     time.Duration // a dashboard session ends after this long without a request
+	SessionMax      time.Duration // and this long after sign-in whatever happens
+	MetricsToken    string        // bearer token that may read /metrics from off the loopback; empty: loopback only
+	TLSCert, TLSKey string        // serve HTTPS with this certificate and key (both or neither)
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -97,6 +103,11 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	retention := text("attempt-retention-days", "UNHOLD_ATTEMPT_RETENTION_DAYS", "90",
 		"days an attempt of a finished task (and a recorded job run) is kept, 1 to 3650")
 	jobLease := text("job-lease", "UNHOLD_JOB_LEASE", "1m", "a cron job's lease across instances, at least 3s")
+	sessionIdle := text("session-idle", "UNHOLD_SESSION_IDLE", "30m", "dashboard session idle timeout, 1m to 24h")
+	sessionMax := text("session-max", "UNHOLD_SESSION_MAX", "12h", "dashboard session absolute timeout, at least the idle one, up to 720h")
+	metricsToken := text("metrics-token", "UNHOLD_METRICS_TOKEN", "", "bearer token for /metrics from off the loopback (empty: loopback only)")
+	tlsCert := text("tls-cert", "UNHOLD_TLS_CERT", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
+	tlsKey := text("tls-key", "UNHOLD_TLS_KEY", "", "TLS private key file (PEM); with -tls-cert, serve HTTPS")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
@@ -172,6 +183,24 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if cfg.JobLease, err = durationMin(jobLease, 3*time.Second); err != nil {
 		return Config{}, err
 	}
+	if cfg.SessionIdle, err = durationIn(sessionIdle, time.Minute, 24*time.Hour); err != nil {
+		return Config{}, err
+	}
+	if cfg.SessionMax, err = durationIn(sessionMax, cfg.SessionIdle, 720*time.Hour); err != nil {
+		return Config{}, err
+	}
+	cfg.MetricsToken = metricsToken.value
+	if v := cfg.MetricsToken; v != "" && (len(v) < 16 || strings.ContainsAny(v, " \t\r\n")) {
+		return Config{}, metricsToken.errorf("empty, or at least 16 characters without spaces")
+	}
+	cfg.TLSCert, cfg.TLSKey = tlsCert.value, tlsKey.value
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		set, unset := tlsKey, tlsCert
+		if cfg.TLSKey == "" {
+			set, unset = tlsCert, tlsKey
+		}
+		return Config{}, fmt.Errorf("config: %s is set but %s is not; HTTPS needs both", set.name(), unset.name())
+	}
 	if cfg.CouponExpiry, err = oneOf(couponExpiry, CouponExpiryExtend, CouponExpiryKeep); err != nil {
 		return Config{}, err
 	}
@@ -241,6 +270,14 @@ func durationMin(s *setting, lo time.Duration) (time.Duration, error) {
 	d, err := time.ParseDuration(s.value)
 	if err != nil || d < lo {
 		return 0, s.errorf(fmt.Sprintf("a duration of at least %s, like 30s or 2m", lo))
+	}
+	return d, nil
+}
+
+func durationIn(s *setting, lo, hi time.Duration) (time.Duration, error) {
+	d, err := time.ParseDuration(s.value)
+	if err != nil || d < lo || d > hi {
+		return 0, s.errorf(fmt.Sprintf("a duration from %s to %s, like 30m or 12h", lo, hi))
 	}
 	return d, nil
 }

@@ -38,6 +38,9 @@ func defaults(t *testing.T) Config {
 		CleanupSchedule:      "30 4 * * *",
 		AttemptRetentionDays: 90,
 		JobLease:             time.Minute,
+
+		SessionIdle: 30 * time.Minute,
+		SessionMax:  12 * time.Hour,
 	}
 }
 
@@ -64,6 +67,11 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_CLEANUP_SCHEDULE":       "6h",
 		"UNHOLD_ATTEMPT_RETENTION_DAYS": "30",
 		"UNHOLD_JOB_LEASE":              "2m",
+		"UNHOLD_SESSION_IDLE":           "10m",
+		"UNHOLD_SESSION_MAX":            "8h",
+		"UNHOLD_METRICS_TOKEN":          "scrape-token-0123456789",
+		"UNHOLD_TLS_CERT":               "cert.pem",
+		"UNHOLD_TLS_KEY":                "key.pem",
 	}
 
 	tests := []struct {
@@ -95,6 +103,10 @@ func TestLoad(t *testing.T) {
 				c.CleanupSchedule = "@every 6h"
 				c.AttemptRetentionDays = 30
 				c.JobLease = 2 * time.Minute
+				c.SessionIdle = 10 * time.Minute
+				c.SessionMax = 8 * time.Hour
+				c.MetricsToken = "scrape-token-0123456789"
+				c.TLSCert, c.TLSKey = "cert.pem", "key.pem"
 			},
 		},
 		{
@@ -119,6 +131,11 @@ func TestLoad(t *testing.T) {
 				"-cleanup-schedule", "@every 1h30m",
 				"-attempt-retention-days", "3650",
 				"-job-lease", "3s",
+				"-session-idle", "1m",
+				"-session-max", "1m",
+				"-metrics-token", "",
+				"-tls-cert", "",
+				"-tls-key", "",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -139,6 +156,8 @@ func TestLoad(t *testing.T) {
 				c.CleanupSchedule = "@every 1h30m"
 				c.AttemptRetentionDays = 3650
 				c.JobLease = 3 * time.Second
+				c.SessionIdle = time.Minute
+				c.SessionMax = time.Minute
 			},
 		},
 		{
@@ -238,6 +257,14 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -log-format must be one of auto, json, text, got "xml"`},
 		{"time zone", map[string]string{"UNHOLD_TZ": "Mars/Olympus"}, nil,
 			`config: UNHOLD_TZ must be an IANA time zone name such as Asia/Shanghai or UTC, got "Mars/Olympus"`},
+		{"session idle short", nil, []string{"-session-idle", "30s"},
+			`config: -session-idle must be a duration from 1m0s to 24h0m0s, like 30m or 12h, got "30s"`},
+		{"session max below idle", map[string]string{"UNHOLD_SESSION_IDLE": "2h", "UNHOLD_SESSION_MAX": "1h"}, nil,
+			`config: UNHOLD_SESSION_MAX must be a duration from 2h0m0s to 720h0m0s, like 30m or 12h, got "1h"`},
+		{"metrics token short", map[string]string{"UNHOLD_METRICS_TOKEN": "short"}, nil,
+			`config: UNHOLD_METRICS_TOKEN must be empty, or at least 16 characters without spaces, got "short"`},
+		{"tls key alone", nil, []string{"-tls-key", "key.pem"},
+			`config: -tls-key is set but UNHOLD_TLS_CERT is not; HTTPS needs both`},
 		{"unknown flag", nil, []string{"-verbose"},
 			`config: flag provided but not defined: -verbose`},
 	}

@@ -116,7 +116,8 @@ func DailyAt(hhmm string) (string, error) {
 //   - timeout_close: closes unpaid orders past their deadline;
 //   - reconcile: daily reconciliation, at ReconcileAt;
 //   - ledger_report: yesterday's ledger totals, shortly after midnight;
-//   - attempt_cleanup: deletes old attempts of finished tasks, and old job runs.
+//   - attempt_cleanup: deletes old attempts of finished tasks, old job runs,
+//     ended sessions and spent login throttles.
 //
 // Every job but the sweep runs on one instance at a time.
 func List(d Deps, sc Schedule) ([]Job, error) {
@@ -224,8 +225,9 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 
 // CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
-// the recorded job runs older than retention. Ledgers and the audit log
-// are never touched: they are append-only.
+// the recorded job runs older than retention; then the sessions past their
+// end and the login throttles whose window and lock are over. Ledgers and
+// the audit log are never touched: they are append-only.
 func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
@@ -242,9 +244,10 @@ func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Durati
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
-	err := errors.Join(aerr, rerr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s)",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention)), err
+	sessions, serr := s.PruneSessions(ctx, s.Now())
+	err := errors.Join(aerr, rerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s); %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), sessions), err
 }
 
 func retentionText(d time.Duration) string {

@@ -47,6 +47,7 @@ type Options struct {
 	Faults    FaultFunc
 	Logger    *slog.Logger
 	ReadConns int
+	Throttle  ThrottlePolicy // login throttling; zero fields are the defaults
 }
 
 // Store is the domain's handle on the database. On SQLite, writes go through
@@ -59,6 +60,7 @@ type Store struct {
 	coupons   CouponPolicy
 	faults    FaultFunc
 	log       *slog.Logger
+	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
 }
 
@@ -89,7 +91,7 @@ func SQLiteDSN(path string, readOnly bool) string {
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger, throttle: opt.Throttle.withDefaults()}
 	if s.now == nil {
 		s.now = time.Now
 	}

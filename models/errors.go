@@ -36,6 +36,16 @@ var (
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
 )
 
+// Sentinel errors of accounts, sessions and API tokens.
+var (
+	ErrUserExists     = &Error{"USER_EXISTS", "user name already taken"}
+	ErrLastAdmin      = &Error{"LAST_ADMIN", "the last enabled admin cannot be disabled or demoted"}
+	ErrBadCredentials = &Error{"BAD_CREDENTIALS", "wrong user name or password"}
+	ErrNoSession      = &Error{"NO_SESSION", "not signed in or the session has ended"}
+	ErrLoginThrottled = &Error{"LOGIN_THROTTLED", "too many login attempts"}
+	ErrTokenExists    = &Error{"TOKEN_EXISTS", "an API token with this name exists"}
+)
+
 // Release failures that no retry can fix: the task goes to MANUAL.
 var (
 	errShort         = errors.New("held amount is smaller than the release")

@@ -1,6 +1,10 @@
 package models
 
-import "time"
+import (
+	"time"
+
+	"gorm.io/gorm"
+)
 
 // Order is one customer order.
 type Order struct {
@@ -87,10 +91,35 @@ type AuditEntry struct {
 	Outcome   string    `json:"outcome"`
 	Detail    string    `json:"detail,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	Role      string    `json:"role,omitempty"` // the actor's role
+	RequestID string    `json:"request_id,omitempty"`
+	IP        string    `json:"ip,omitempty"`
+	UserAgent string    `json:"user_agent,omitempty"`
 }
 
 // TableName is the audit table.
 func (AuditEntry) TableName() string { return "audit_log" }
+
+// BeforeCreate fills the request fields left empty from the request
+// metadata of the transaction's context (WithRequestMeta), so every audit
+// row says where its request came from without each caller passing it on.
+func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
+	m := RequestMetaFrom(tx.Statement.Context)
+	if e.Role == "" {
+		e.Role = m.Role
+	}
+	if e.RequestID == "" {
+		e.RequestID = m.RequestID
+	}
+	if e.IP == "" {
+		e.IP = m.IP
+	}
+	if e.UserAgent == "" {
+		e.UserAgent = m.UserAgent
+	}
+	e.UserAgent = truncUTF8(e.UserAgent, maxUserAgentLen)
+	return nil
+}
 
 // Flow is one ledger row of any resource, in one shape for the chain view.
 // Counter resources fill the numeric before/after fields; coupons and slots

@@ -54,6 +54,10 @@ func (s *Store) SetStock(ctx context.Context, skuID string, available, releaseDe
 		if err := tx.Model(&SKU{}).Where("sku_id = ?", skuID).Update("release_delay_s", releaseDelayS).Error; err != nil {
 			return err
 		}
+		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "set_stock", Target: "sku:" + skuID, Outcome: "ok",
+			Detail: fmt.Sprintf("available %d → %d, release delay %ds", cur.Avail, available, releaseDelayS)}, now); err != nil {
+			return err
+		}
 		return tx.Where("sku_id = ?", skuID).Take(&out).Error
 	})
 	if err != nil {
@@ -96,10 +100,15 @@ func (s *Store) CreateCoupon(ctx context.Context, userID string, owner CouponOwn
 		if err := tx.Create(cp).Error; err != nil {
 			return err
 		}
-		return tx.Exec(`INSERT INTO coupon_flows (order_no, coupon_id, user_id, owner, type, epoch, trigger_type,
+		err := tx.Exec(`INSERT INTO coupon_flows (order_no, coupon_id, user_id, owner, type, epoch, trigger_type,
 			status_before, status_after, expire_before, expire_after, actor, created_at)
 			VALUES (NULL, ?, ?, ?, 'ADJUST', 0, ?, '', 'UNUSED', NULL, ?, ?, ?)`,
 			cp.ID, cp.UserID, cp.Owner, TriggerSetup, cp.ExpireAt, actor, now).Error
+		if err != nil {
+			return err
+		}
+		return auditIn(tx, &AuditEntry{Actor: actor, Action: "coupon_create", Target: fmt.Sprintf("coupon:%d", cp.ID),
+			Outcome: "ok", Detail: fmt.Sprintf("%s coupon for %s, expires %s", cp.Owner, cp.UserID, stamp(cp.ExpireAt))}, now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create coupon: %w", err)
@@ -148,6 +157,10 @@ func (s *Store) Credit(ctx context.Context, uid string, asset Asset, amount int6
 			return err
 		}
 		if _, err := s.resources[t].(*counter).adjust(tx, uid, amount, actor, now); err != nil {
+			return err
+		}
+		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "credit", Target: "account:" + uid, Outcome: "ok",
+			Detail: fmt.Sprintf("%s +%d", asset, amount)}, now); err != nil {
 			return err
 		}
 		return tx.Where("uid = ? AND asset = ?", uid, asset).Take(&out).Error
@@ -216,6 +229,10 @@ func (s *Store) SetActivity(ctx context.Context, id string, total int64, actor s
 		if err := tx.Model(&Activity{}).Where("activity_id = ?", id).Update("total", total).Error; err != nil {
 			return err
 		}
+		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "activity_set", Target: "activity:" + id, Outcome: "ok",
+			Detail: fmt.Sprintf("total %d", total)}, now); err != nil {
+			return err
+		}
 		return tx.Where("activity_id = ?", id).Take(&out).Error
 	})
 	if err != nil {
@@ -243,13 +260,18 @@ func (s *Store) PutSlot(ctx context.Context, id, actor string) (*Slot, bool, err
 		if res.Error != nil {
 			return res.Error
 		}
+		detail := "exists already"
 		if res.RowsAffected == 1 {
-			created = true
+			created, detail = true, "created FREE"
 			err := tx.Exec(`INSERT INTO slot_flows (order_no, slot_id, type, epoch, trigger_type, status_before, status_after, actor, created_at)
 				VALUES (NULL, ?, 'ADJUST', 0, ?, '', 'FREE', ?, ?)`, id, TriggerSetup, actor, now).Error
 			if err != nil {
 				return err
 			}
+		}
+		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "slot_put", Target: "slot:" + id, Outcome: "ok",
+			Detail: detail}, now); err != nil {
+			return err
 		}
 		return tx.Where("slot_id = ?", id).Take(&out).Error
 	})

@@ -3,9 +3,12 @@ package views
 // text maps a catalog key to its Chinese and English text.
 type text map[string][2]string
 
-// catalog is every string the dashboard shows, each page's own set kept in
-// its own file.
-var catalog = merge(commonText, overviewText, ordersText, tasksText, ledgerText, reconText, jobsText)
+// catalogSets are the catalog's parts, each page's own set kept in its own
+// file; a key belongs to one set only (a test checks).
+var catalogSets = []text{commonText, overviewText, ordersText, tasksText, ledgerText, reconText, jobsText, authText}
+
+// catalog is every string the dashboard shows.
+var catalog = merge(catalogSets...)
 
 func merge(sets ...text) text {
 	out := text{}

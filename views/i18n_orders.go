@@ -75,9 +75,6 @@ var ordersText = text{
 	"orders.ev.counter":        {"可用 %d→%d，占用 %d→%d，已用 %d→%d", "available %d→%d, held %d→%d, spent %d→%d"},
 	"orders.ev.epoch1":         {"迟到支付轮次", "late-payment round"},
 	"orders.ev.reason":         {"原因：", "Reason: "},
-	"orders.audit.rerun":       {"重跑", "rerun"},
-	"orders.outcome.ok":        {"已执行", "done"},
-	"orders.outcome.refused":   {"被拒绝", "refused"},
 
 	"orders.rerun.title":        {"重跑预览", "Rerun preview"},
 	"orders.rerun.h1":           {"重跑%s", "Rerun %s"},

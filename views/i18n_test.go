@@ -54,3 +54,23 @@ func TestPageHelpers(t *testing.T) {
 		t.Errorf("LangURL = %q", got)
 	}
 }
+
+// A key lives in one page's set only: merging would silently keep one of
+// two texts.
+func TestCatalogKeysNotDuplicated(t *testing.T) {
+	t.Parallel()
+	seen := map[string]int{}
+	total := 0
+	for i, set := range catalogSets {
+		total += len(set)
+		for key := range set {
+			if j, ok := seen[key]; ok {
+				t.Errorf("%s is in catalog sets %d and %d", key, j, i)
+			}
+			seen[key] = i
+		}
+	}
+	if total != len(catalog) {
+		t.Errorf("the sets hold %d keys, the catalog %d", total, len(catalog))
+	}
+}

@@ -32,7 +32,7 @@ type Flash struct {
 }
 
 // Page is what every page's layout needs: language, time zone, clock,
-// where the viewer is, and a flash message.
+// where the viewer is, who the viewer is, and a flash message.
 type Page struct {
 	Lang   Lang
 	Title  string // catalog key
@@ -41,6 +41,28 @@ type Page struct {
 	Flash  *Flash
 	Now    time.Time
 	Loc    *time.Location
+	User   string // signed-in user's name (or API token name); "" on the login page
+	Role   string // "viewer", "operator" or "admin"; "" when nobody is signed in
+	CSRF   string // the CSRF token every POST form carries in a hidden field named "_csrf"
+}
+
+// Roles, weakest first: each can do all the one before it can.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+	RoleAdmin    = "admin"
+)
+
+// roleRank orders the roles; an unknown role ranks 0 and can nothing.
+var roleRank = map[string]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
+
+// Can tells whether the viewer's role includes role: admin ⊇ operator ⊇
+// viewer. Nobody signed in, or an unknown role on either side, can nothing.
+// The server checks roles on every request; this only hides what would be
+// refused.
+func (p Page) Can(role string) bool {
+	have, need := roleRank[p.Role], roleRank[role]
+	return have > 0 && need > 0 && have >= need
 }
 
 // T translates a catalog key. A missing key shows as ⟦key⟧, which tests look for.

@@ -211,8 +211,15 @@ func TestInternalErrors(t *testing.T) {
 func TestPanicAnswers500(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.e.GET("/api/v1/test-panic/:order_no", func(*echo.Context) error { panic("boom") })
-		msg := wantError(t, b.call("GET", "/api/v1/test-panic/o-9", ""), http.StatusInternalServerError, "INTERNAL")
+		b.e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+			return func(c *echo.Context) error {
+				if c.Param("order_no") == "o-9" {
+					panic("boom")
+				}
+				return next(c)
+			}
+		})
+		msg := wantError(t, b.call("GET", "/api/v1/orders/o-9", ""), http.StatusInternalServerError, "INTERNAL")
 		if msg != "internal error" {
 			t.Fatalf("message = %q", msg)
 		}
@@ -220,6 +227,23 @@ func TestPanicAnswers500(t *testing.T) {
 			t.Fatalf("panic not logged: %s", logs)
 		}
 	})
+}
+
+// A route registered without a gate (outside routes.go) is refused to
+// everyone, admins included, and its handler never runs: deny by default.
+func TestUndeclaredRouteIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, models.SQLite)
+	ran := false
+	b.e.GET("/api/v1/undeclared", func(c *echo.Context) error { ran = true; return c.NoContent(http.StatusOK) })
+	b.e.POST("/undeclared", func(c *echo.Context) error { ran = true; return c.NoContent(http.StatusOK) })
+	wantError(t, b.call("GET", "/api/v1/undeclared", ""), http.StatusForbidden, "FORBIDDEN")
+	if rec := b.call("POST", "/undeclared", ""); rec.Code != http.StatusForbidden {
+		t.Errorf("POST /undeclared as an admin = %d, want 403", rec.Code)
+	}
+	if ran {
+		t.Error("the undeclared route's handler ran")
+	}
 }
 
 func TestHealth(t *testing.T) {
@@ -249,7 +273,7 @@ func TestNotReady(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			b := newBundle(s, clock)
+			b := anonBundle(s, clock)
 			wantError(t, b.call("GET", "/readyz", ""), http.StatusServiceUnavailable, "NOT_READY")
 			if !strings.Contains(b.logs.String(), "pending") {
 				t.Fatalf("cause not logged: %s", b.logs.String())

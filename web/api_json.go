@@ -229,6 +229,3 @@ func orderNoParam(c *echo.Context) (string, error) {
 	}
 	return v, nil
 }
-
-// actor names who made a change, for ledgers and the audit log.
-func actor(c *echo.Context) string { return "api:" + c.RealIP() }

@@ -226,7 +226,7 @@ func TestCloseThenRerun(t *testing.T) {
 		if tk.Status != models.TaskPending || tk.Trigger != models.TriggerRerun || !tk.NextAt.Equal(b.clock.Now()) || tk.Failures != 0 {
 			t.Fatalf("task after rerun = %+v", tk)
 		}
-		if len(chain.Audit) != 1 || chain.Audit[0].Actor != "api:192.0.2.1" || chain.Audit[0].Reason != "stock fixed by hand" ||
+		if len(chain.Audit) != 1 || chain.Audit[0].Actor != "token:root" || chain.Audit[0].Reason != "stock fixed by hand" ||
 			chain.Audit[0].Outcome != "ok" {
 			t.Fatalf("audit after rerun = %+v", chain.Audit)
 		}

@@ -2,6 +2,8 @@ package web
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/labstack/echo/v5"
@@ -34,6 +36,15 @@ func (s *server) apiReconcile(c *echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	run, err := s.store.RunReconciliation(ctx, models.ReconByAPI, actor(c))
+	entry := models.AuditEntry{Actor: actor(c), Action: "recon_run_now", Target: "recon", Outcome: "ok"}
+	if err != nil {
+		entry.Outcome, entry.Detail = "failed", err.Error()
+	} else {
+		entry.Detail = fmt.Sprintf("run %d: %d diffs found, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed)
+	}
+	if aerr := s.store.RecordAudit(ctx, entry); aerr != nil {
+		return errors.Join(err, aerr)
+	}
 	if err != nil {
 		return err
 	}

@@ -38,9 +38,11 @@ func chromium(t *testing.T) string {
 }
 
 // TestBrowserRerunFlow drives the dashboard in a real headless Chromium:
-// from the overview to a failed order's chain, a rerun with a reason, the
-// task coming back DONE through the real worker, and the language switch.
-// It saves a screenshot of the order chain in web/testdata/artifacts.
+// the login form, the overview, a failed order's chain, a rerun with a
+// reason, the task coming back DONE through the real worker, the audit
+// entry it left, and the language switch. No page may break the
+// Content-Security-Policy on the way. It saves a screenshot of the order
+// chain in web/testdata/artifacts.
 func TestBrowserRerunFlow(t *testing.T) {
 	t.Parallel()
 	bin := chromium(t)
@@ -71,6 +73,10 @@ func TestBrowserRerunFlow(t *testing.T) {
 	}
 	if st := w.Drain(ctx); st[models.OutcomeManual] != 1 {
 		t.Fatalf("setup drain = %v, want one MANUAL", st)
+	}
+	const password = "ops password 2026"
+	if _, err := s.CreateUser(ctx, "ops-li", models.RoleOperator, password, "test"); err != nil {
+		t.Fatal(err)
 	}
 
 	opts := []chromedp.ExecAllocatorOption{
@@ -117,7 +123,38 @@ func TestBrowserRerunFlow(t *testing.T) {
 		}
 	}()
 
-	do(chromedp.Navigate(srv.URL + "/"))
+	// Every document records Content-Security-Policy violations where the
+	// test can read them, across navigations.
+	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `document.addEventListener("securitypolicyviolation", function (e) {
+			sessionStorage.setItem("csp", (sessionStorage.getItem("csp") || "") + location.pathname + ": " +
+				e.violatedDirective + " " + e.blockedURI + "\n");
+		});`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cspViolations := func() string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`sessionStorage.getItem("csp") || ""`))
+		if err != nil {
+			t.Fatalf("read CSP violations: %v", err)
+		}
+		return v
+	}
+
+	// Nobody is signed in: the dashboard sends the browser to the login form.
+	do(
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
+		chromedp.SendKeys(css(`[data-testid="login-form"] input[name="name"]`), "ops-li"),
+		chromedp.SendKeys(css(`[data-testid="login-form"] input[name="password"]`), password),
+		chromedp.Click(css(`[data-testid="login-form"] button[type="submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="whoami"]`)),
+	)
+	if who := text(`[data-testid="whoami"]`); !strings.Contains(who, "ops-li") {
+		t.Fatalf("signed in as %q", who)
+	}
 	if manual := text(`[data-testid="ov-manual"]`); !strings.Contains(manual, "1") {
 		t.Fatalf("overview MANUAL = %q, want 1", manual)
 	}
@@ -153,6 +190,15 @@ func TestBrowserRerunFlow(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	// The rerun is on the record, in the operator's name, with its reason.
+	do(
+		chromedp.Navigate(srv.URL+"/audit?action=rerun"),
+		chromedp.WaitVisible(css(`[data-testid="audit-row"]`)),
+	)
+	if row := text(`[data-testid="audit-row"]`); !strings.Contains(row, "ops-li") || !strings.Contains(row, "OPS-42") {
+		t.Fatalf("audit row = %q, want ops-li's rerun with its reason", row)
+	}
+	do(chromedp.Navigate(srv.URL+"/orders/B-1001"), chromedp.WaitVisible(css(`[data-testid="five-questions"]`)))
 	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)
@@ -176,5 +222,15 @@ func TestBrowserRerunFlow(t *testing.T) {
 	}
 	if sku, _ := s.GetSKU(ctx, "SKU-1"); sku.Available != 10 || sku.Locked != 0 {
 		t.Fatalf("SKU-1 = %+v after the rerun, want all 10 available", sku)
+	}
+	// Signing out ends the session: the dashboard asks for the login again.
+	do(
+		chromedp.Click(css(`[data-testid="logout-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
+		chromedp.Navigate(srv.URL+"/tasks"),
+		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
+	)
+	if v := cspViolations(); v != "" {
+		t.Fatalf("pages broke the Content-Security-Policy:\n%s", v)
 	}
 }

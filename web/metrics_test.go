@@ -31,7 +31,9 @@ import (
 func scrape(t *testing.T, e *echo.Echo) map[string]float64 {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.RemoteAddr = "127.0.0.1:40000" // Prometheus on the same host
+	e.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /metrics = %d %s", rec.Code, rec.Body)
 	}
@@ -98,6 +100,7 @@ type metricsRig struct {
 	e        *echo.Echo
 	w        *jobs.Worker
 	ctx      context.Context
+	as       *identity // who the rig's page and API requests are sent as
 }
 
 func newMetricsRig(t *testing.T, d models.Dialect) metricsRig {
@@ -110,7 +113,8 @@ func newMetricsRig(t *testing.T, d models.Dialect) metricsRig {
 		return nil
 	}})
 	r.m = jobs.NewMetrics(r.s, nil)
-	r.e = web.New(web.Deps{Store: r.s, Metrics: r.m})
+	r.e = web.New(web.Deps{Store: r.s, Metrics: r.m, Sessions: testSessions})
+	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", models.RoleAdmin)
 	r.w = jobs.NewWorker(r.s, "w1", 10, 30*time.Second, slog.New(slog.DiscardHandler)).WithMetrics(r.m)
 	return r
 }
@@ -278,8 +282,7 @@ func TestHTTPMetricsUseRouteTemplate(t *testing.T) {
 		if c.body != "" {
 			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		}
-		rec := httptest.NewRecorder()
-		r.e.ServeHTTP(rec, req)
+		rec := bundle{e: r.e, s: r.s, clock: r.clock, who: r.as}.serve(req)
 		if rec.Code != c.status {
 			t.Fatalf("%s %s = %d %s, want %d", c.method, c.path, rec.Code, rec.Body, c.status)
 		}
@@ -317,6 +320,8 @@ func TestMetricsOff(t *testing.T) {
 	s := modelstest.Open(t, models.SQLite, models.Options{})
 	e := web.New(web.Deps{Store: s})
 	rec := httptest.NewRecorder()
-	e.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.RemoteAddr = "127.0.0.1:40000"
+	e.ServeHTTP(rec, req)
 	wantError(t, rec, http.StatusNotFound, "NOT_FOUND")
 }

@@ -23,7 +23,11 @@ const (
 // page builds the layout's view model for this request.
 func (s *server) page(c *echo.Context, title, active string) views.Page {
 	r := c.Request()
-	p := views.Page{Lang: views.LangZH, Title: title, Active: active, URL: r.URL.RequestURI(), Now: s.store.Now(), Loc: s.loc}
+	p := views.Page{Lang: views.LangZH, Title: title, Active: active, URL: r.URL.RequestURI(), Now: s.store.Now(), Loc: s.loc,
+		CSRF: csrfToken(c)}
+	if who := principalOf(c); who != nil {
+		p.User, p.Role = who.Name, string(who.Role)
+	}
 	if ck, err := r.Cookie(cookieLang); err == nil {
 		p.Lang = views.ParseLang(ck.Value)
 	}
@@ -38,7 +42,8 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 		if v, err := url.QueryUnescape(ck.Value); err == nil && len(v) > 2 {
 			p.Flash = &views.Flash{OK: v[0] == '1', Text: v[2:]}
 		}
-		c.SetCookie(&http.Cookie{Name: cookieFlash, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		c.SetCookie(&http.Cookie{Name: cookieFlash, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode,
+			Secure: c.Scheme() == "https"})
 	}
 	return p
 }
@@ -60,13 +65,24 @@ func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {
 	if ok {
 		v = "1|" + text
 	}
-	c.SetCookie(&http.Cookie{Name: cookieFlash, Value: url.QueryEscape(v), Path: "/", MaxAge: 60, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	c.SetCookie(&http.Cookie{Name: cookieFlash, Value: url.QueryEscape(v), Path: "/", MaxAge: 60, HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
 	return c.Redirect(http.StatusSeeOther, to)
 }
 
-// localPath keeps a redirect target on this site.
+// localPath keeps a redirect target on this site: a path of ours, with no
+// scheme, host, backslash or control character (browsers drop tabs and
+// newlines from URLs, so "/\t/evil.example" would become "//evil.example").
 func localPath(to string) string {
-	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") {
+		return "/"
+	}
+	for _, r := range to {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return "/"
+		}
+	}
+	if u, err := url.Parse(to); err != nil || u.Scheme != "" || u.Host != "" {
 		return "/"
 	}
 	return to
@@ -75,7 +91,8 @@ func localPath(to string) string {
 // setLang remembers the chosen language and goes back where the viewer was.
 func (s *server) setLang(c *echo.Context) error {
 	lang := views.ParseLang(c.QueryParam("to"))
-	c.SetCookie(&http.Cookie{Name: cookieLang, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600, SameSite: http.SameSiteLaxMode})
+	c.SetCookie(&http.Cookie{Name: cookieLang, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600,
+		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
 	return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("back")))
 }
 

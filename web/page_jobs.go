@@ -127,7 +127,7 @@ func (s *server) jobRunNow(c *echo.Context) error {
 	if s.sched == nil {
 		return redirectWithFlash(c, "/jobs", false, p.T("jobs.flash.norun"))
 	}
-	err := s.sched.RunNow(c.Request().Context(), name, "ops:"+c.RealIP())
+	err := s.sched.RunNow(c.Request().Context(), name, actor(c))
 	var busy *jobs.RunningError
 	switch {
 	case errors.Is(err, jobs.ErrUnknownJob):

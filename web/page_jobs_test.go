@@ -78,7 +78,8 @@ func jbSetup(t *testing.T, d models.Dialect) jbEnv {
 func jbBundle(s *models.Store, clock *modelstest.Clock, sched *jobs.Scheduler, loc *time.Location) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
 	b.e = web.New(web.Deps{Store: s, Log: slog.New(slog.NewTextHandler(b.logs, nil)), Wake: func() { b.wakes.Add(1) },
-		Location: loc, Scheduler: sched})
+		Location: loc, Scheduler: sched, Sessions: testSessions})
+	b.who = b.mustSignIn("jobs-admin", models.RoleAdmin)
 	return b
 }
 
@@ -307,20 +308,20 @@ func TestJobsRunNow(t *testing.T) {
 				t.Fatalf("flash = %q ok=%v", msg, ok)
 			}
 			runs := jbWaitRuns(t, b, "ledger_report", 1)
-			if r := runs[0]; r.Outcome != models.JobOK || r.TriggeredBy != "ops:192.0.2.1" ||
+			if r := runs[0]; r.Outcome != models.JobOK || r.TriggeredBy != "jobs-admin" ||
 				r.Summary != "2026-11-28 (Asia/Shanghai): 0 ledger rows" {
 				t.Fatalf("run = %+v", r)
 			}
 			for i, en := range []bool{false, true} {
 				body := jbGet(t, b, "/jobs", en, http.StatusOK)
 				rows := jbRuns(t, body, "job-ledger_report-runs")
-				want := []string{"成功 node-1 手动：ops:192.0.2.1 2026-11-28 (Asia/Shanghai): 0 ledger rows",
-					"OK node-1 manual: ops:192.0.2.1 2026-11-28 (Asia/Shanghai): 0 ledger rows"}[i]
+				want := []string{"成功 node-1 手动：jobs-admin 2026-11-28 (Asia/Shanghai): 0 ledger rows",
+					"OK node-1 manual: jobs-admin 2026-11-28 (Asia/Shanghai): 0 ledger rows"}[i]
 				if len(rows) != 1 || !strings.Contains(rows[0], want) || !strings.HasPrefix(rows[0], "2026-11-29 18:00:00") {
 					t.Errorf("ledger_report rows = %q, want one with %q", rows, want)
 				}
-				jbHas(t, body, "job-ledger_report-state", []string{"空闲 · 上次开始：2026-11-29 18:00:00，实例 node-1（手动：ops:192.0.2.1）",
-					"Idle · Last started 2026-11-29 18:00:00 on node-1 (manual: ops:192.0.2.1)"}[i])
+				jbHas(t, body, "job-ledger_report-state", []string{"空闲 · 上次开始：2026-11-29 18:00:00，实例 node-1（手动：jobs-admin）",
+					"Idle · Last started 2026-11-29 18:00:00 on node-1 (manual: jobs-admin)"}[i])
 				if !strings.Contains(jbTag(body, "job-ledger_report-more"), `href="/jobs?job=ledger_report"`) {
 					t.Errorf("no link to the job's runs")
 				}
@@ -332,7 +333,7 @@ func TestJobsRunNow(t *testing.T) {
 			}
 			<-env.entered
 			body := jbGet(t, b, "/jobs", false, http.StatusOK)
-			jbWant(t, body, "job-reconcile-state", "运行中：实例 node-1（手动：ops:192.0.2.1）自 2026-11-29 18:00:00 起，租约到 2026-11-29 18:01:00")
+			jbWant(t, body, "job-reconcile-state", "运行中：实例 node-1（手动：jobs-admin）自 2026-11-29 18:00:00 起，租约到 2026-11-29 18:01:00")
 			jbHas(t, body, "job-reconcile-summary", "对账 每天 03:00")
 			jbHas(t, body, "job-reconcile-summary", "运行中（node-1） 无")
 			jbHas(t, body, "job-ledger_report-summary", "空闲 成功 2026-11-29 18:00:00")
@@ -352,10 +353,10 @@ func TestJobsRunNow(t *testing.T) {
 				t.Fatal("sweep not started")
 			}
 			want := []string{
-				"ops:192.0.2.1 job:ledger_report started",
-				"ops:192.0.2.1 job:reconcile started",
-				"ops:192.0.2.1 job:reconcile already_running",
-				"ops:192.0.2.1 job:release_sweep started",
+				"jobs-admin job:ledger_report started",
+				"jobs-admin job:reconcile started",
+				"jobs-admin job:reconcile already_running",
+				"jobs-admin job:release_sweep started",
 			}
 			if got := jbAudit(t, b); strings.Join(got, "\n") != strings.Join(want, "\n") {
 				t.Fatalf("audit =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

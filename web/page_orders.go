@@ -282,7 +282,7 @@ func chainTimeline(ch *models.Chain) []views.ChainEvent {
 			res = res[i+1:]
 		}
 		add(3, a.ID, views.ChainEvent{At: a.CreatedAt, Kind: views.EventAudit, Code: a.Action, Resource: res,
-			Ref: fmt.Sprintf("#%d", a.ID), Actor: a.Actor, Outcome: a.Outcome, Reason: a.Reason, Detail: a.Detail})
+			Ref: fmt.Sprintf("#%d", a.ID), Actor: a.Actor, Role: a.Role, IP: a.IP, Outcome: a.Outcome, Reason: a.Reason, Detail: a.Detail})
 	}
 	sort.SliceStable(evs, func(i, j int) bool {
 		a, b := evs[i], evs[j]
@@ -378,7 +378,7 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 		}
 		return redirectWithFlash(c, views.RerunURL(no, string(typ)), false, msg)
 	}
-	n, err := s.store.Rerun(ctx, no, typ, "ops:"+c.RealIP(), reason)
+	n, err := s.store.Rerun(ctx, no, typ, actor(c), reason)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.nothing", t.Code(string(typ))))

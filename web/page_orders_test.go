@@ -344,7 +344,7 @@ func TestRerunSubmit(t *testing.T) {
 		}
 		tk := ordTask(t, b, models.ResInventory)
 		if tk.Status != models.TaskPending || tk.Trigger != models.TriggerRerun || tk.RerunReason != "locked stock corrected, ticket 42" ||
-			tk.RerunBy != "ops:192.0.2.1" || !tk.NextAt.Equal(b.clock.Now()) {
+			tk.RerunBy != "root" || !tk.NextAt.Equal(b.clock.Now()) {
 			t.Errorf("task after rerun = %+v", tk)
 		}
 		after := snapshot(t, b)

@@ -250,21 +250,21 @@ func (s *server) reconRunNow(c *echo.Context) error {
 	if last != nil && last.Status == models.ReconRunning && s.store.Now().Sub(last.StartedAt) < models.ReconAbandoned {
 		return redirectWithFlash(c, "/recon", false, p.Tf("recon.run.busy", last.ID))
 	}
-	actor := "ops:" + c.RealIP()
-	if err := s.store.AuditReconRunNow(ctx, actor); err != nil {
+	who := actor(c)
+	if err := s.store.AuditReconRunNow(ctx, who); err != nil {
 		return err
 	}
 	bg := context.WithoutCancel(ctx)
 	go func() {
 		start := time.Now()
-		run, err := s.store.RunReconciliation(bg, models.ReconByOps, actor)
+		run, err := s.store.RunReconciliation(bg, models.ReconByOps, who)
 		if err != nil {
 			s.log.ErrorContext(bg, "reconciliation run failed", slog.String("trigger", models.ReconByOps),
-				slog.String("actor", actor), slog.Any("err", err))
+				slog.String("actor", who), slog.Any("err", err))
 			return
 		}
 		s.log.InfoContext(bg, "reconciliation run", slog.Int64("run_id", run.ID), slog.String("trigger", run.Trigger),
-			slog.String("actor", actor), slog.Int64("found", run.Found), slog.Int64("opened", run.Opened),
+			slog.String("actor", who), slog.Int64("found", run.Found), slog.Int64("opened", run.Opened),
 			slog.Int64("closed", run.Closed), slog.Duration("took", time.Since(start)))
 	}()
 	return redirectWithFlash(c, "/recon", true, p.T("recon.run.started"))
@@ -383,13 +383,13 @@ func (s *server) reconMove(c *echo.Context, resolve bool) error {
 	case utf8.RuneCountInString(note) > maxDiffNote:
 		return redirectWithFlash(c, back, false, p.Tf("recon.note.long", maxDiffNote))
 	}
-	actor := "ops:" + c.RealIP()
+	who := actor(c)
 	done := "recon.ack.done"
 	if resolve {
 		done = "recon.resolve.done"
-		err = s.store.ResolveDiff(ctx, id, actor, note)
+		err = s.store.ResolveDiff(ctx, id, who, note)
 	} else {
-		err = s.store.AckDiff(ctx, id, actor, note)
+		err = s.store.AckDiff(ctx, id, who, note)
 	}
 	switch {
 	case errors.Is(err, models.ErrDiffState):

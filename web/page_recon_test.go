@@ -172,7 +172,7 @@ func TestReconAPIAndPage(t *testing.T) {
 		pl := reconPlant(t, b)
 		got := must[reconAnswer](t, b, http.StatusOK, http.MethodPost, "/api/v1/reconcile", "")
 		r := got.Run
-		if r.ID == 0 || r.Trigger != models.ReconByAPI || r.Actor != "api:192.0.2.1" || r.Status != models.ReconDone ||
+		if r.ID == 0 || r.Trigger != models.ReconByAPI || r.Actor != "token:root" || r.Status != models.ReconDone ||
 			r.FinishedAt == nil || r.Found < 5 || r.Opened != r.Found || r.Closed != 0 {
 			t.Fatalf("run = %+v", r)
 		}
@@ -203,7 +203,7 @@ func TestReconAPIAndPage(t *testing.T) {
 		body := getPageBoth(t, b, "/recon", "", http.StatusOK)
 		requireElement(t, body, "recon-no-run", false)
 		run := testidElement(body, "recon-runs")
-		for _, want := range []string{`data-run-id="` + strconv.FormatInt(again.Run.ID, 10) + `"`, "api:192.0.2.1", "完成"} {
+		for _, want := range []string{`data-run-id="` + strconv.FormatInt(again.Run.ID, 10) + `"`, "token:root", "完成"} {
 			if !strings.Contains(run, want) {
 				t.Errorf("runs table lacks %q:\n%s", want, run)
 			}
@@ -334,7 +334,7 @@ func TestReconRunButton(t *testing.T) {
 		body := reconFlash(t, b, postForm(b, "/recon/run", nil, false), false, "/recon", true, "对账已开始，稍后刷新本页查看结果。")
 		requireElement(t, body, "recon-run", true)
 		run := waitRun(t, b, 0)
-		if run.Trigger != models.ReconByOps || run.Actor != "ops:192.0.2.1" || run.Status != models.ReconDone || run.Found < 5 {
+		if run.Trigger != models.ReconByOps || run.Actor != "root" || run.Status != models.ReconDone || run.Found < 5 {
 			t.Fatalf("run = %+v", run)
 		}
 		if n := auditCount(t, b, "recon_run_now"); n != 1 {
@@ -342,7 +342,7 @@ func TestReconRunButton(t *testing.T) {
 		}
 		var e models.AuditEntry
 		try(t, "audit", b.s.R.Where("action = ?", "recon_run_now").Take(&e).Error)
-		if e.Actor != "ops:192.0.2.1" || e.Outcome != "ok" {
+		if e.Actor != "root" || e.Outcome != "ok" {
 			t.Errorf("audit = %+v", e)
 		}
 		deadline := time.Now().Add(5 * time.Second)
@@ -354,7 +354,7 @@ func TestReconRunButton(t *testing.T) {
 		}
 		page := getPageBoth(t, b, "/recon", "", http.StatusOK)
 		row := testidElement(page, "recon-run-row")
-		if !strings.Contains(row, "后台按钮") || !strings.Contains(row, "ops:192.0.2.1") {
+		if !strings.Contains(row, "后台按钮") || !strings.Contains(row, "root") {
 			t.Errorf("run row:\n%s", row)
 		}
 		checkText(t, row, "run-found", strconv.FormatInt(run.Found, 10))
@@ -375,7 +375,7 @@ func TestReconRunButton(t *testing.T) {
 		// Past models.ReconAbandoned it is taken for dead.
 		b.clock.Advance(models.ReconAbandoned)
 		reconFlash(t, b, postForm(b, "/recon/run", nil, true), true, "/recon", true, "Reconciliation started — refresh in a moment.")
-		if next := waitRun(t, b, stuck.ID); next.Status != models.ReconDone || next.Actor != "ops:192.0.2.1" {
+		if next := waitRun(t, b, stuck.ID); next.Status != models.ReconDone || next.Actor != "root" {
 			t.Fatalf("run after the stale one = %+v", next)
 		}
 	})
@@ -415,7 +415,7 @@ func TestReconTicketWorkflow(t *testing.T) {
 		body = reconFlash(t, b, postForm(b, ackPath, url.Values{"note": {"  looking into it "}}, false), false, path, true,
 			fmt.Sprintf("工单 #%d 已确认。", d.ID))
 		checkText(t, body, "diff-status", "已确认")
-		if got, _ := testidText(body, "diff-acked"); !strings.HasPrefix(got, "ops:192.0.2.1") {
+		if got, _ := testidText(body, "diff-acked"); !strings.HasPrefix(got, "root") {
 			t.Errorf("acked by %q", got)
 		}
 		checkText(t, body, "event-note", "looking into it")
@@ -428,9 +428,9 @@ func TestReconTicketWorkflow(t *testing.T) {
 		// A second acknowledgement is refused, saying why; nothing changes.
 		before := reconTicket(t, b, models.ResInventory, "sku-h", models.CheckHeld)
 		reconFlash(t, b, postForm(b, ackPath, url.Values{"note": {"me too"}}, false), false, path, false,
-			fmt.Sprintf("工单 #%d 已由 ops:192.0.2.1 确认过，不能再次确认；处理完后请填写说明并“解决”。未做任何更改。", d.ID))
+			fmt.Sprintf("工单 #%d 已由 root 确认过，不能再次确认；处理完后请填写说明并“解决”。未做任何更改。", d.ID))
 		reconFlash(t, b, postForm(b, ackPath, nil, true), true, path, false,
-			fmt.Sprintf("Ticket #%d was already acknowledged by ops:192.0.2.1 and cannot be acknowledged again; resolve it with a note once it is handled. Nothing was changed.", d.ID))
+			fmt.Sprintf("Ticket #%d was already acknowledged by root and cannot be acknowledged again; resolve it with a note once it is handled. Nothing was changed.", d.ID))
 		// Resolving without a note is refused; nothing changes.
 		reconFlash(t, b, postForm(b, path+"/resolve", url.Values{"note": {"   "}}, false), false, path, false,
 			"解决工单需要填写处理说明。未做任何更改。")
@@ -451,18 +451,18 @@ func TestReconTicketWorkflow(t *testing.T) {
 		requireElement(t, body, "diff-resolve-form", false)
 		requireElement(t, body, "diff-closed", true)
 		hist := testidElement(body, "diff-history")
-		for _, want := range []string{`data-kind="found"`, `data-kind="ack"`, `data-kind="resolve"`, "released by hand", "resolved by ops:192.0.2.1"} {
+		for _, want := range []string{`data-kind="found"`, `data-kind="ack"`, `data-kind="resolve"`, "released by hand", "resolved by root"} {
 			if !strings.Contains(hist, want) {
 				t.Errorf("history lacks %q:\n%s", want, hist)
 			}
 		}
 		var e models.AuditEntry
 		try(t, "audit", b.s.R.Where("action = ?", "diff_resolve").Take(&e).Error)
-		if e.Actor != "ops:192.0.2.1" || e.Reason != "released by hand" || e.Target != fmt.Sprintf("diff:%d", d.ID) {
+		if e.Actor != "root" || e.Reason != "released by hand" || e.Target != fmt.Sprintf("diff:%d", d.ID) {
 			t.Errorf("audit = %+v", e)
 		}
 		reconFlash(t, b, postForm(b, path+"/resolve", url.Values{"note": {"again"}}, false), false, path, false,
-			fmt.Sprintf("工单 #%d 已由 ops:192.0.2.1 解决，无需再处理。未做任何更改。", d.ID))
+			fmt.Sprintf("工单 #%d 已由 root 解决，无需再处理。未做任何更改。", d.ID))
 
 		// The resolved ticket leaves the default list and shows under RESOLVED.
 		list := getPage(t, b, "/recon", false, http.StatusOK)

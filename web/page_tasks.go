@@ -263,7 +263,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	case utf8.RuneCountInString(reason) > maxReasonLen:
 		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.Tf("tasks.bulk.longreason", maxReasonLen))
 	}
-	res, err := s.store.BulkRerun(c.Request().Context(), f, "ops:"+c.RealIP(), reason, expected)
+	res, err := s.store.BulkRerun(c.Request().Context(), f, actor(c), reason, expected)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.T("tasks.bulk.nothing"))

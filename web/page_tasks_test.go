@@ -373,14 +373,14 @@ func TestBulkRerunPages(t *testing.T) {
 				continue
 			}
 			if tk.Status != models.TaskPending || !tk.NextAt.Equal(now) || tk.Failures != 0 || tk.Trigger != models.TriggerRerun ||
-				tk.RerunBy != "ops:192.0.2.1" || tk.RerunReason != "sku-m recounted" {
+				tk.RerunBy != "root" || tk.RerunReason != "sku-m recounted" {
 				t.Errorf("task %d after the rerun: %+v", tk.ID, tk)
 			}
 		}
 		var audit []models.AuditEntry
 		try(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&audit).Error)
 		if len(audit) != 1 || audit[0].Target != "tasks:inventory?status=MANUAL" || audit[0].Reason != "sku-m recounted" ||
-			audit[0].Outcome != "ok" || audit[0].Actor != "ops:192.0.2.1" || !strings.Contains(audit[0].Detail, "3 task(s)") {
+			audit[0].Outcome != "ok" || audit[0].Actor != "root" || !strings.Contains(audit[0].Detail, "3 task(s)") {
 			t.Errorf("audit = %+v", audit)
 		}
 

@@ -1,65 +1,88 @@
 package web
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v5"
 
 	"unhold/static"
 )
 
-// routes lists every route of the server.
+// routes lists every route of the server with the gate it needs. add is the
+// only way a route is registered, so none can be left without a gate.
 func (s *server) routes(e *echo.Echo) {
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
-	e.StaticFS("/static", static.FS)
+	const get, post, put = http.MethodGet, http.MethodPost, http.MethodPut
+	add := func(method, path string, g gate, h echo.HandlerFunc) {
+		ri := e.Add(method, path, h)
+		s.gates[routeKey(ri.Method, ri.Path)] = g
+	}
 
-	// Dashboard pages.
-	e.GET("/", s.overview)
-	e.GET("/lang", s.setLang)
-	e.GET("/orders", s.ordersList)
-	e.GET("/orders/:order_no", s.orderChain)
-	e.GET("/orders/:order_no/resources/:type/rerun", s.rerunPreview)
-	e.POST("/orders/:order_no/resources/:type/rerun", s.rerunSubmit)
-	e.GET("/tasks", s.tasksList)
-	e.GET("/tasks/rerun", s.bulkRerunPreview)
-	e.POST("/tasks/rerun", s.bulkRerunSubmit)
-	e.GET("/tasks/:id", s.taskDetail)
-	e.GET("/inventory", s.inventoryList)
-	e.GET("/inventory/:sku_id", s.skuLedger)
-	e.GET("/coupons", s.couponLedger)
-	e.GET("/balances", s.balanceLedger)
-	e.GET("/reports/daily", s.dailyReport)
-	e.GET("/reports/daily.csv", s.dailyReportCSV)
-	e.GET("/recon", s.reconPage)
-	e.POST("/recon/run", s.reconRunNow)
-	e.GET("/recon/diffs/:id", s.reconDiff)
-	e.POST("/recon/diffs/:id/ack", s.reconAck)
-	e.POST("/recon/diffs/:id/resolve", s.reconResolve)
-	e.GET("/jobs", s.jobsPage)
-	e.POST("/jobs/:name/run", s.jobRunNow)
-	e.GET("/metrics", s.metricsHandler)
+	add(get, "/healthz", gateOpen, s.healthz)
+	add(get, "/readyz", gateOpen, s.readyz)
+	ri := e.StaticFS("/static", static.FS)
+	s.gates[routeKey(ri.Method, ri.Path)] = gateOpen
+	add(get, "/metrics", gateMetrics, s.metricsHandler)
 
-	// JSON API.
-	api := e.Group("/api/v1")
+	// Signing in and out, and one's own password.
+	add(get, "/login", gateOpen, s.loginForm)
+	add(post, "/login", gateOpen, s.loginSubmit)
+	add(post, "/logout", gateViewer, s.logout)
+	add(get, "/lang", gateOpen, s.setLang)
+	add(get, "/account/password", gateViewer, s.passwordForm)
+	add(post, "/account/password", gateViewer, s.passwordSubmit)
 
-	api.PUT("/skus/:sku_id", s.putSKU)
-	api.GET("/skus/:sku_id", s.getSKU)
+	// Dashboard pages: customer service reads, ops act.
+	add(get, "/", gateViewer, s.overview)
+	add(get, "/orders", gateViewer, s.ordersList)
+	add(get, "/orders/:order_no", gateViewer, s.orderChain)
+	add(get, "/orders/:order_no/resources/:type/rerun", gateOperator, s.rerunPreview)
+	add(post, "/orders/:order_no/resources/:type/rerun", gateOperator, s.rerunSubmit)
+	add(get, "/tasks", gateViewer, s.tasksList)
+	add(get, "/tasks/rerun", gateOperator, s.bulkRerunPreview)
+	add(post, "/tasks/rerun", gateOperator, s.bulkRerunSubmit)
+	add(get, "/tasks/:id", gateViewer, s.taskDetail)
+	add(get, "/inventory", gateViewer, s.inventoryList)
+	add(get, "/inventory/:sku_id", gateViewer, s.skuLedger)
+	add(get, "/coupons", gateViewer, s.couponLedger)
+	add(get, "/balances", gateViewer, s.balanceLedger)
+	add(get, "/reports/daily", gateViewer, s.dailyReport)
+	add(get, "/reports/daily.csv", gateViewer, s.dailyReportCSV)
+	add(get, "/recon", gateViewer, s.reconPage)
+	add(post, "/recon/run", gateOperator, s.reconRunNow)
+	add(get, "/recon/diffs/:id", gateViewer, s.reconDiff)
+	add(post, "/recon/diffs/:id/ack", gateOperator, s.reconAck)
+	add(post, "/recon/diffs/:id/resolve", gateOperator, s.reconResolve)
+	add(get, "/jobs", gateViewer, s.jobsPage)
+	add(post, "/jobs/:name/run", gateOperator, s.jobRunNow)
+	add(get, "/audit", gateViewer, s.auditPage)
 
-	api.POST("/coupons", s.createCoupon)
-	api.GET("/coupons/:coupon_id", s.getCoupon)
+	// Administration.
+	add(get, "/admin/users", gateAdmin, s.usersPage)
+	add(post, "/admin/users", gateAdmin, s.userCreate)
+	add(post, "/admin/users/:id/role", gateAdmin, s.userRole)
+	add(post, "/admin/users/:id/disable", gateAdmin, s.userDisable)
+	add(post, "/admin/users/:id/enable", gateAdmin, s.userEnable)
+	add(post, "/admin/users/:id/reset", gateAdmin, s.userReset)
+	add(get, "/admin/tokens", gateAdmin, s.tokensPage)
+	add(post, "/admin/tokens", gateAdmin, s.tokenCreate)
+	add(post, "/admin/tokens/:id/revoke", gateAdmin, s.tokenRevoke)
 
-	api.POST("/accounts/:uid/credit", s.creditAccount)
-	api.GET("/accounts/:uid", s.getAccount)
-
-	api.PUT("/activities/:activity_id", s.putActivity)
-	api.GET("/activities/:activity_id", s.getActivity)
-
-	api.PUT("/slots/:slot_id", s.putSlot)
-	api.GET("/slots/:slot_id", s.getSlot)
-
-	api.POST("/orders", s.placeOrder)
-	api.GET("/orders/:order_no", s.getOrder)
-	api.POST("/orders/:order_no/pay", s.payOrder)
-	api.POST("/orders/:order_no/close", s.closeOrder)
-	api.POST("/orders/:order_no/resources/:type/rerun", s.rerun)
-	api.POST("/reconcile", s.apiReconcile)
+	// JSON API, with bearer tokens: integrations read and write, ops rerun.
+	const api = "/api/v1"
+	add(put, api+"/skus/:sku_id", gateOperator, s.putSKU)
+	add(get, api+"/skus/:sku_id", gateViewer, s.getSKU)
+	add(post, api+"/coupons", gateOperator, s.createCoupon)
+	add(get, api+"/coupons/:coupon_id", gateViewer, s.getCoupon)
+	add(post, api+"/accounts/:uid/credit", gateOperator, s.creditAccount)
+	add(get, api+"/accounts/:uid", gateViewer, s.getAccount)
+	add(put, api+"/activities/:activity_id", gateOperator, s.putActivity)
+	add(get, api+"/activities/:activity_id", gateViewer, s.getActivity)
+	add(put, api+"/slots/:slot_id", gateOperator, s.putSlot)
+	add(get, api+"/slots/:slot_id", gateViewer, s.getSlot)
+	add(post, api+"/orders", gateOperator, s.placeOrder)
+	add(get, api+"/orders/:order_no", gateViewer, s.getOrder)
+	add(post, api+"/orders/:order_no/pay", gateOperator, s.payOrder)
+	add(post, api+"/orders/:order_no/close", gateOperator, s.closeOrder)
+	add(post, api+"/orders/:order_no/resources/:type/rerun", gateOperator, s.rerun)
+	add(post, api+"/reconcile", gateOperator, s.apiReconcile)
 }

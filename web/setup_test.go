@@ -3,6 +3,10 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,7 +27,8 @@ import (
 )
 
 // bundle is what a handler test works with: the router, the store behind
-// it, the store's clock, how often Wake was called and what was logged.
+// it, the store's clock, how often Wake was called and what was logged, and
+// who its requests are sent as.
 type bundle struct {
 	e     *echo.Echo
 	s     *models.Store
@@ -31,7 +36,24 @@ type bundle struct {
 	wakes *atomic.Int64
 	logs  *lockedBuffer
 	ctx   context.Context
+	who   *identity // nil sends requests exactly as they are
 }
+
+// identity is a signed-in dashboard user with an API token of the same role.
+type identity struct {
+	name    string
+	role    models.Role
+	session string // the session cookie's value
+	token   string // the API token
+}
+
+// testCSRF is the CSRF token serve sends with a state-changing request that
+// carries none: the cookie and the header agree, as a page's form would.
+const testCSRF = "test-csrf-token-0123456789abcdefghijklmnopq"
+
+// testSessions is the bundle's session policy: long enough that tests which
+// move the clock by days stay signed in. Session tests use their own.
+var testSessions = models.SessionPolicy{Idle: 24 * 365 * time.Hour, Absolute: 24 * 365 * time.Hour}
 
 // eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.
 func eachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
@@ -58,13 +80,77 @@ func setup(t *testing.T, d models.Dialect) bundle {
 }
 
 func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
+	b := anonBundle(s, clock)
+	b.who = b.mustSignIn("root", models.RoleAdmin)
+	return b
+}
+
+// anonBundle is newBundle sending requests as they are, for a database
+// that cannot hold a user yet.
+func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
 	b.e = web.New(web.Deps{
-		Store: s,
-		Log:   slog.New(slog.NewTextHandler(b.logs, nil)),
-		Wake:  func() { b.wakes.Add(1) },
+		Store:    s,
+		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
+		Wake:     func() { b.wakes.Add(1) },
+		Sessions: testSessions,
 	})
 	return b
+}
+
+// as is the bundle sending its requests as who (nil: as they are).
+func (b bundle) as(who *identity) bundle {
+	b.who = who
+	return b
+}
+
+// mustSignIn is signIn that panics: it runs in set-up without a *testing.T.
+func (b bundle) mustSignIn(name string, role models.Role) *identity {
+	who, err := b.signIn(name, role)
+	if err != nil {
+		panic(err)
+	}
+	return who
+}
+
+// signIn makes a user with a live session and an API token, writing the
+// rows directly: an argon2id hash per test would make the suite crawl, and
+// the login itself has its own tests.
+func (b bundle) signIn(name string, role models.Role) (*identity, error) {
+	now := b.clock.Now()
+	u := models.User{Name: name, Role: role, PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
+	if err := b.s.W.Create(&u).Error; err != nil {
+		return nil, fmt.Errorf("user %s: %w", name, err)
+	}
+	who := &identity{name: name, role: role, session: "session-" + name + "-" + randHex(16), token: "uh_" + randBase64(32)}
+	sess := models.Session{TokenHash: sha256Hex(who.session), UserID: u.ID, Role: role, CreatedAt: now, LastSeenAt: now,
+		ExpiresAt: now.Add(testSessions.Absolute)}
+	if err := b.s.W.Create(&sess).Error; err != nil {
+		return nil, fmt.Errorf("session of %s: %w", name, err)
+	}
+	tok := models.APIToken{Name: name, Role: role, TokenHash: sha256Hex(who.token), Prefix: who.token[3:11], CreatedBy: "test", CreatedAt: now}
+	if err := b.s.W.Create(&tok).Error; err != nil {
+		return nil, fmt.Errorf("token of %s: %w", name, err)
+	}
+	return who, nil
+}
+
+func sha256Hex(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func randBase64(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // lockedBuffer is a log sink that handlers may write from several goroutines.
@@ -102,7 +188,28 @@ func (b bundle) call(method, path, body string) *httptest.ResponseRecorder {
 	return b.serve(req)
 }
 
+// serve sends req through the router, signed as the bundle's identity: its
+// API token for /api/, else its session cookie, plus the CSRF cookie and
+// header a page's form would carry on a state-changing request. What req
+// carries already is left alone.
 func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
+	if b.who != nil {
+		if strings.HasPrefix(req.URL.Path, "/api/") {
+			if req.Header.Get("Authorization") == "" {
+				req.Header.Set("Authorization", "Bearer "+b.who.token)
+			}
+		} else {
+			if _, err := req.Cookie("unhold_session"); err != nil {
+				req.AddCookie(&http.Cookie{Name: "unhold_session", Value: b.who.session})
+			}
+			if _, err := req.Cookie("_csrf"); err != nil {
+				req.AddCookie(&http.Cookie{Name: "_csrf", Value: testCSRF})
+				if req.Method != http.MethodGet && req.Method != http.MethodHead {
+					req.Header.Set("X-CSRF-Token", testCSRF)
+				}
+			}
+		}
+	}
 	rec := httptest.NewRecorder()
 	b.e.ServeHTTP(rec, req)
 	return rec

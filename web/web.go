@@ -30,6 +30,11 @@ type Deps struct {
 	Scheduler *jobs.Scheduler
 	// Metrics, when set, is served at /metrics.
 	Metrics *jobs.Metrics
+	// Sessions bounds dashboard sessions; zero fields take the models' defaults.
+	Sessions models.SessionPolicy
+	// MetricsToken, when set, lets a scraper off the loopback read /metrics
+	// with "Authorization: Bearer <token>".
+	MetricsToken string
 }
 
 // server holds the dependencies every handler uses.
@@ -41,6 +46,10 @@ type server struct {
 	zones   zoneCache
 	sched   *jobs.Scheduler
 	metrics *jobs.Metrics
+
+	sessions     models.SessionPolicy
+	metricsToken string
+	gates        map[string]gate // by routeKey(method, route path)
 }
 
 // New builds the echo server with every route in routes.go.
@@ -53,7 +62,15 @@ func New(d Deps) *echo.Echo {
 	if loc == nil {
 		loc = time.UTC
 	}
-	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics}
+	sessions := d.Sessions
+	if sessions.Idle <= 0 {
+		sessions.Idle = 30 * time.Minute
+	}
+	if sessions.Absolute <= 0 {
+		sessions.Absolute = 12 * time.Hour
+	}
+	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
+		sessions: sessions, metricsToken: d.MetricsToken, gates: map[string]gate{}}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,
@@ -62,7 +79,11 @@ func New(d Deps) *echo.Echo {
 	// the panic and the current goroutine's stack logged.
 	// Outermost, so it sees the status the client got, panics included.
 	e.Use(s.httpMetrics)
+	e.Pre(s.harden)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
+	// Who is asking, then CSRF (which audits a refusal in their name), then
+	// whether their role passes the route's gate.
+	e.Use(s.authenticate, s.csrf, s.authorize)
 	s.routes(e)
 	return e
 }

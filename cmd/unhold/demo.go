@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +29,7 @@ func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog
 	}
 	if n > 0 {
 		fmt.Fprintf(out, "demo: %s already has %d orders; not adding demo data\n", cfg.DB, n)
-		return nil
+		return demoUsers(ctx, s, out)
 	}
 	start := time.Now()
 	st, err := demoShop(ctx, cfg.DB, storeOptions(cfg, log), demoOrders, time.Now(), log)
@@ -35,6 +37,33 @@ func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog
 		return err
 	}
 	fmt.Fprintf(out, "demo: %d orders (%s) in %s\n", st.orders, st.summary(), time.Since(start).Round(time.Millisecond))
+	return demoUsers(ctx, s, out)
+}
+
+// demoUsers gives a database without users one user per role, with made-up
+// passwords it prints, so a newcomer can sign in at once.
+func demoUsers(ctx context.Context, s *models.Store, out io.Writer) error {
+	users, err := s.Users(ctx)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if len(users) > 0 {
+		fmt.Fprintf(out, "demo: %d users exist already; \"unhold user reset NAME\" sets a new password\n", len(users))
+		return nil
+	}
+	fmt.Fprintln(out, "demo: sign in with one of these (shown only now):")
+	for _, d := range []struct {
+		name string
+		role models.Role
+	}{{"admin", models.RoleAdmin}, {"ops", models.RoleOperator}, {"cs", models.RoleViewer}} {
+		b := make([]byte, 12)
+		_, _ = crand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+		pw := base64.RawURLEncoding.EncodeToString(b)
+		if _, err := s.CreateUser(ctx, d.name, d.role, pw, "demo"); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		fmt.Fprintf(out, "demo:   %-8s name %-6s password %s\n", d.role, d.name, pw)
+	}
 	return nil
 }
 

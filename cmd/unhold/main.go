@@ -5,6 +5,8 @@
 //	unhold migrate [flags]  apply schema migrations and exit
 //	unhold demo [flags]     fill a fresh database with a demo shop and exit
 //	unhold reconcile        run a reconciliation and print its tickets
+//	unhold user add|reset   manage dashboard users
+//	unhold token add        create an API token
 package main
 
 import (
@@ -31,6 +33,11 @@ Usage:
   unhold migrate [flags]   apply database migrations
   unhold demo [flags]      fill a fresh database with a demo shop
   unhold reconcile [flags] run a reconciliation now and print what it found
+  unhold user add --role viewer|operator|admin NAME
+                           create a dashboard user (password from a prompt or stdin)
+  unhold user reset NAME   set a new password for a user and end their sessions
+  unhold token add --role viewer|operator|admin NAME
+                           create an API token and print it alone on stdout
 
 Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 `
@@ -38,7 +45,7 @@ Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "unhold:", err)
 		}
@@ -46,12 +53,15 @@ func main() {
 	}
 }
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
 	cmd := args[0]
+	if cmd == "user" || cmd == "token" {
+		return accountCommand(ctx, args, getenv, stdin, stdout, stderr)
+	}
 	cfg, err := config.Load(args[1:], getenv)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {

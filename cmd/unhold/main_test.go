@@ -73,11 +73,17 @@ func TestServeStartsAndStops(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "serve.db")
 	ctx, cancel := context.WithCancel(context.Background())
+	var tok strings.Builder
+	if err := run(ctx, []string{"token", "add", "--role", "operator", "it", "-db", db}, func(string) string { return "" },
+		nil, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	bearer := "Bearer " + strings.TrimSpace(tok.String())
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "-addr", "127.0.0.1:0", "-db", db, "-log-format", "json"},
-			func(string) string { return "" }, pw, io.Discard)
+			func(string) string { return "" }, nil, pw, io.Discard)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -101,24 +107,28 @@ func TestServeStartsAndStops(t *testing.T) {
 		}
 	}
 	// A close through the API wakes the worker, which releases at once.
-	put := func(path, body string) {
-		req, _ := http.NewRequest(http.MethodPut, base+path, strings.NewReader(body))
+	send := func(method, path, body, auth string) (int, string) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
 	}
 	post := func(path, body string) int {
-		res, err := http.Post(base+path, "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		res.Body.Close()
-		return res.StatusCode
+		code, _ := send(http.MethodPost, path, body, bearer)
+		return code
 	}
-	put("/api/v1/skus/sku-1", `{"available":5}`)
+	if code, _ := send(http.MethodPut, "/api/v1/skus/sku-1", `{"available":5}`, ""); code != http.StatusUnauthorized {
+		t.Fatalf("an API write without a token = %d, want 401", code)
+	}
+	send(http.MethodPut, "/api/v1/skus/sku-1", `{"available":5}`, bearer)
 	if code := post("/api/v1/orders", `{"order_no":"o-1","user_id":"u1","items":[{"sku_id":"sku-1","qty":2}]}`); code != http.StatusCreated {
 		t.Fatalf("place = %d", code)
 	}
@@ -127,13 +137,8 @@ func TestServeStartsAndStops(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		res, err := http.Get(base + "/api/v1/skus/sku-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if strings.Contains(string(b), `"available":5`) {
+		_, b := send(http.MethodGet, "/api/v1/skus/sku-1", "", bearer)
+		if strings.Contains(b, `"available":5`) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -154,7 +159,7 @@ func TestServeStartsAndStops(t *testing.T) {
 
 func TestUnknownCommand(t *testing.T) {
 	t.Parallel()
-	err := run(context.Background(), []string{"explode"}, func(string) string { return "" }, io.Discard, io.Discard)
+	err := run(context.Background(), []string{"explode"}, func(string) string { return "" }, nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), `unknown command "explode"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -168,7 +173,7 @@ func TestReconcileCommand(t *testing.T) {
 	env := func(string) string { return "" }
 	ctx := context.Background()
 	var out strings.Builder
-	if err := run(ctx, []string{"reconcile", "-db", db}, env, &out, io.Discard); err != nil {
+	if err := run(ctx, []string{"reconcile", "-db", db}, env, nil, &out, io.Discard); err != nil {
 		t.Fatalf("reconcile on an empty shop: %v\n%s", err, out.String())
 	}
 	if !strings.Contains(out.String(), "0 diffs found") {
@@ -186,7 +191,7 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	err = run(ctx, []string{"reconcile", "-db", db}, env, &out, io.Discard)
+	err = run(ctx, []string{"reconcile", "-db", db}, env, nil, &out, io.Discard)
 	if err == nil || !strings.Contains(out.String(), "inventory sku-1 HELD expected 0 actual 1 (+1) OPEN") {
 		t.Fatalf("reconcile with a hand edit = %v\n%s", err, out.String())
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -69,14 +70,31 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched}),
+		Handler: web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched,
+			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	fmt.Fprintf(stdout, "unhold serving on http://%s (database %s, worker %s)\n", ln.Addr(), cfg.DB, cfg.WorkerID)
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("tls: %w", err)
+		}
+		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, srv.TLSConfig)
+		scheme = "https"
+	}
+	fmt.Fprintf(stdout, "unhold serving on %s://%s (database %s, worker %s)\n", scheme, ln.Addr(), cfg.DB, cfg.WorkerID)
+	if users, err := s.Users(ctx); err != nil {
+		return err
+	} else if len(users) == 0 {
+		fmt.Fprintln(stdout, "no users yet: create the first with  unhold user add --role admin NAME")
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 

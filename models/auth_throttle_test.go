@@ -1,0 +1,167 @@
+package models_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+)
+
+// eachEngineWith is eachEngine with store options.
+func eachEngineWith(t *testing.T, opt models.Options, fn func(t *testing.T, b bundle)) {
+	t.Helper()
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, setup(t, d, opt))
+		})
+	}
+}
+
+// attempt logs in and returns the wait when throttled, and the error.
+func (b bundle) attempt(name, pw, ip string) (time.Duration, error) {
+	_, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: name, Password: pw, IP: ip})
+	var te *models.ThrottledError
+	if errors.As(err, &te) {
+		return te.RetryAfter, err
+	}
+	return 0, err
+}
+
+// wantBad checks that a login is refused as bad credentials, not throttled.
+func (b bundle) wantBad(t *testing.T, name, pw, ip string) {
+	t.Helper()
+	if _, err := b.attempt(name, pw, ip); !errors.Is(err, models.ErrBadCredentials) {
+		t.Fatalf("login %s at %s = %v, want BAD_CREDENTIALS", name, b.clock.Now().Format(time.TimeOnly), err)
+	}
+}
+
+// wantThrottled checks that a login is refused by throttling, with wait.
+func (b bundle) wantThrottled(t *testing.T, name, pw, ip string, wait time.Duration) {
+	t.Helper()
+	got, err := b.attempt(name, pw, ip)
+	var me *models.Error
+	if !errors.Is(err, models.ErrLoginThrottled) || !errors.As(err, &me) || me.Code != "LOGIN_THROTTLED" || got != wait {
+		t.Fatalf("login %s at %s = %v (retry after %s), want LOGIN_THROTTLED after %s",
+			name, b.clock.Now().Format(time.TimeOnly), err, got, wait)
+	}
+}
+
+// Five failures lock the account for a minute, even against the right
+// password; after the lock one more try is allowed, and a failure doubles
+// the lock. A name that does not exist behaves the same, so a lock does
+// not tell which names exist. A success clears the count.
+func TestThrottleLocksAccount(t *testing.T) {
+	for _, name := range []string{"alice", "ghost"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			eachEngine(t, func(t *testing.T, b bundle) {
+				b.addUser(t, "alice", models.RoleViewer)
+				for range 5 {
+					b.wantBad(t, name, "wrong password", "")
+				}
+				b.wantThrottled(t, name, goodPW, "", time.Minute)
+				if f, th := b.audits(t, "action = 'login' AND outcome = 'failed'"), b.audits(t, "action = 'login' AND outcome = 'throttled'"); f != 5 || th != 1 {
+					t.Fatalf("audit: %d failed, %d throttled; want 5 and 1", f, th)
+				}
+				b.clock.Advance(30 * time.Second)
+				b.wantThrottled(t, name, goodPW, "", 30*time.Second)
+				b.clock.Advance(30 * time.Second)
+				b.wantBad(t, name, "wrong password", "")
+				b.wantThrottled(t, name, goodPW, "", 2*time.Minute)
+				b.clock.Advance(2 * time.Minute)
+				b.wantBad(t, name, "wrong password", "")
+				b.wantThrottled(t, name, goodPW, "", 4*time.Minute)
+				b.clock.Advance(4 * time.Minute)
+				if name == "ghost" {
+					b.wantBad(t, name, goodPW, "")
+					b.wantThrottled(t, name, goodPW, "", 8*time.Minute)
+					return
+				}
+				b.login(t, name, goodPW)
+				for range 4 {
+					b.wantBad(t, name, "wrong password", "")
+				}
+				b.login(t, name, goodPW) // the count started over at the success
+			})
+		})
+	}
+}
+
+// The lock is capped at MaxLock; failures start a new count once the
+// window has passed since the first one, or since the last lock ended.
+func TestThrottleCapAndWindow(t *testing.T) {
+	opt := models.Options{Throttle: models.ThrottlePolicy{
+		AccountFailures: 2, Window: 10 * time.Minute, BaseLock: time.Minute, MaxLock: 3 * time.Minute}}
+	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
+		const name = "ghost"
+		b.wantBad(t, name, "x", "")
+		b.clock.Advance(10 * time.Minute) // the first failure is forgotten
+		b.wantBad(t, name, "x", "")
+		b.wantBad(t, name, "x", "")
+		b.wantThrottled(t, name, "x", "", time.Minute)
+		for _, lock := range []time.Duration{time.Minute, 2 * time.Minute, 3 * time.Minute, 3 * time.Minute} {
+			b.clock.Advance(lock)
+			b.wantBad(t, name, "x", "")
+		}
+		b.wantThrottled(t, name, "x", "", 3*time.Minute)
+		b.clock.Advance(3*time.Minute + 10*time.Minute) // lock over, and a window after it
+		b.wantBad(t, name, "x", "")
+		b.wantBad(t, name, "x", "")
+		b.wantThrottled(t, name, "x", "", time.Minute)
+	})
+}
+
+// An address may make IPAttempts attempts in a window, successful or not,
+// for any names; then it waits until the window ends. Other addresses are
+// not affected.
+func TestThrottleIP(t *testing.T) {
+	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", models.RoleViewer)
+		const ip = "203.0.113.5"
+		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
+			t.Fatal(err)
+		}
+		b.wantBad(t, "bob", "x", ip)
+		b.clock.Advance(time.Minute)
+		b.wantBad(t, "carl", "x", ip)
+		b.wantThrottled(t, "alice", goodPW, ip, 14*time.Minute)
+		b.wantBad(t, "dora", "x", "203.0.113.6")
+		b.clock.Advance(14 * time.Minute)
+		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
+			t.Fatalf("login after the window = %v", err)
+		}
+	})
+}
+
+// Concurrent wrong passwords against one account: no more than
+// AccountFailures of them reach a password check.
+func TestThrottleConcurrent(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", models.RoleViewer)
+		errs := make([]error, 20)
+		var wg sync.WaitGroup
+		for i := range errs {
+			wg.Go(func() { _, errs[i] = b.attempt("alice", "wrong password", "") })
+		}
+		wg.Wait()
+		bad, throttled := 0, 0
+		for _, err := range errs {
+			switch {
+			case errors.Is(err, models.ErrBadCredentials):
+				bad++
+			case errors.Is(err, models.ErrLoginThrottled):
+				throttled++
+			default:
+				t.Fatalf("attempt = %v", err)
+			}
+		}
+		failed := b.audits(t, "action = 'login' AND outcome = 'failed'")
+		if bad > 5 || failed > 5 || bad+throttled != 20 || b.audits(t, "action = 'login' AND outcome = 'throttled'") != int64(throttled) {
+			t.Fatalf("%d bad credentials (%d audited failed), %d throttled; want at most 5 checked", bad, failed, throttled)
+		}
+	})
+}

@@ -1,0 +1,131 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// API tokens let scripts call the API with a role of their own. The secret
+// is shown once, at creation; the database keeps its SHA-256 and the first
+// characters, to tell tokens apart.
+
+// APITokenPrefix starts every API token secret, so a leaked one is easy to
+// recognise (secret scanners, logs).
+const APITokenPrefix = "uh_"
+
+// apiTokenLen is the length of a secret: the prefix and 32 random bytes in
+// unpadded base64url.
+const apiTokenLen = len(APITokenPrefix) + 43
+
+// APIToken is one API token.
+type APIToken struct {
+	ID         int64      `json:"id"`
+	Name       string     `json:"name"`
+	Role       Role       `json:"role"`
+	TokenHash  string     `json:"-"`
+	Prefix     string     `json:"prefix"`
+	CreatedBy  string     `json:"created_by"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
+	RevokedAt  *time.Time `json:"revoked_at,omitempty"`
+}
+
+// TableName is the API token table.
+func (APIToken) TableName() string { return "api_tokens" }
+
+func tokenTarget(name string) string { return "token:" + name }
+
+// CreateAPIToken issues a token and returns it with its secret, which is
+// not stored and cannot be read again. ErrTokenExists when a live token has
+// the name; names follow ValidUserName.
+func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, actor string) (*APIToken, string, error) {
+	if err := ValidUserName(name); err != nil {
+		return nil, "", err
+	}
+	if _, err := ParseRole(string(role)); err != nil {
+		return nil, "", err
+	}
+	secret := APITokenPrefix + randomSecret(32)
+	now := s.Now()
+	t := &APIToken{Name: name, Role: role, TokenHash: hashToken(secret), Prefix: secret[len(APITokenPrefix) : len(APITokenPrefix)+8],
+		CreatedBy: actor, CreatedAt: now}
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(t).Error; err != nil {
+			return err
+		}
+		return tx.Create(&AuditEntry{Actor: actor, Action: "token_create", Target: tokenTarget(name), Outcome: "ok",
+			Detail: string(role) + ", " + t.Prefix + "…", CreatedAt: now}).Error
+	})
+	if isUniqueViolation(err) {
+		return nil, "", fmt.Errorf("create api token %s: %w", name, ErrTokenExists)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("create api token %s: %w", name, err)
+	}
+	return t, secret, nil
+}
+
+// APITokens reads every token: live ones first, then revoked ones, each by
+// name.
+func (s *Store) APITokens(ctx context.Context) ([]APIToken, error) {
+	var out []APIToken
+	err := s.R.WithContext(ctx).Order("revoked_at IS NOT NULL").Order("name").Order("id DESC").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("api tokens: %w", err)
+	}
+	return out, nil
+}
+
+// RevokeAPIToken revokes a live token; ErrNotFound when there is no live
+// token with the id.
+func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var t APIToken
+		q := tx.Raw(`SELECT * FROM api_tokens WHERE id = ? AND revoked_at IS NULL`+s.forUpdate(), id)
+		if err := take(q, &t, fmt.Sprintf("live api token %d", id)); err != nil {
+			return err
+		}
+		now := s.Now()
+		if err := tx.Exec(`UPDATE api_tokens SET revoked_at = ? WHERE id = ?`, now, id).Error; err != nil {
+			return err
+		}
+		return tx.Create(&AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
+			Detail: t.Prefix + "…", CreatedAt: now}).Error
+	})
+	if err != nil {
+		return fmt.Errorf("revoke api token %d: %w", id, err)
+	}
+	return nil
+}
+
+// AuthenticateToken finds the live token of a secret; ErrNoSession for an
+// unknown, revoked or malformed one. last_used_at is written only when it
+// is more than a minute old.
+func (s *Store) AuthenticateToken(ctx context.Context, secret string) (*APIToken, error) {
+	if len(secret) != apiTokenLen || !strings.HasPrefix(secret, APITokenPrefix) {
+		return nil, ErrNoSession
+	}
+	var t APIToken
+	err := s.R.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", hashToken(secret)).Take(&t).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, ErrNoSession
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read api token: %w", err)
+	}
+	now := s.Now()
+	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > sessionTouchEvery {
+		err := s.W.WithContext(ctx).Exec(`UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+			now, t.ID, now.Add(-sessionTouchEvery)).Error
+		if err != nil {
+			return nil, fmt.Errorf("touch api token %s: %w", t.Name, err)
+		}
+		t.LastUsedAt = &now
+	}
+	return &t, nil
+}

@@ -1,0 +1,132 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v5"
+
+	"unhold/models"
+	"unhold/views"
+)
+
+// maxAuditFilter bounds a free-text filter of the audit page.
+const maxAuditFilter = 128
+
+// auditPage is GET /audit: who did what, filterable by actor, action,
+// target and day; newest first, keyset by id.
+func (s *server) auditPage(c *echo.Context) error {
+	p := s.page(c, "audit.title", "audit")
+	ctx := c.Request().Context()
+	v := views.AuditView{Actor: strings.TrimSpace(c.QueryParam("actor")), Action: c.QueryParam("action"),
+		Target: strings.TrimSpace(c.QueryParam("target")), From: c.QueryParam("from"), To: c.QueryParam("to")}
+	actions, err := s.store.AuditActions(ctx)
+	if err != nil {
+		return err
+	}
+	v.Actions = actions
+	f := models.AuditFilter{Actor: v.Actor, Target: v.Target, Limit: 50}
+	status := http.StatusOK
+	bad := func(key string) {
+		if v.Error == "" {
+			v.Error, status = p.T(key), http.StatusBadRequest
+		}
+	}
+	if utf8.RuneCountInString(v.Actor) > maxAuditFilter || utf8.RuneCountInString(v.Target) > maxAuditFilter {
+		bad("audit.bad.long")
+	}
+	// The action filter takes only actions the log holds: an allow-list.
+	if v.Action != "" {
+		known := false
+		for _, a := range actions {
+			known = known || a == v.Action
+		}
+		if known {
+			f.Action = v.Action
+		} else {
+			bad("audit.bad.action")
+		}
+	}
+	if f.From, err = parseDay(v.From, p.Loc); err != nil {
+		bad("audit.bad.date")
+	}
+	if f.To, err = parseDay(v.To, p.Loc); err != nil {
+		bad("audit.bad.date")
+	} else if !f.To.IsZero() {
+		f.To = f.To.AddDate(0, 0, 1) // "to" is the last day shown
+	}
+	if raw := c.QueryParam("before"); raw != "" {
+		if f.Before, err = strconv.ParseInt(raw, 10, 64); err != nil || f.Before <= 0 {
+			bad("audit.bad.cursor")
+			f.Before = 0
+		}
+	}
+	if v.Error != "" {
+		return render(c, status, views.AuditPage(p, v))
+	}
+	rows, next, err := s.store.AuditLog(ctx, f)
+	if err != nil {
+		return err
+	}
+	for _, e := range rows {
+		v.Rows = append(v.Rows, views.AuditRow{ID: e.ID, At: e.CreatedAt, Actor: e.Actor, Role: e.Role, Action: e.Action,
+			Target: e.Target, TargetURL: auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
+			IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent})
+	}
+	q := url.Values{}
+	for k, val := range map[string]string{"actor": v.Actor, "action": v.Action, "target": v.Target, "from": v.From, "to": v.To} {
+		if val != "" {
+			q.Set(k, val)
+		}
+	}
+	if f.Before != 0 {
+		v.FirstURL = "/audit?" + q.Encode()
+	}
+	if next != 0 {
+		q.Set("before", strconv.FormatInt(next, 10))
+		v.NextURL = "/audit?" + q.Encode()
+	}
+	return render(c, status, views.AuditPage(p, v))
+}
+
+// parseDay reads a YYYY-MM-DD day as its midnight in loc; "" is no day.
+func parseDay(s string, loc *time.Location) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	return time.ParseInLocation(time.DateOnly, s, loc)
+}
+
+// auditTargetURL links an audit target to its page, when it has one that
+// the viewer may open.
+func auditTargetURL(target string, admin bool) string {
+	kind, rest, _ := strings.Cut(target, ":")
+	switch kind {
+	case "order":
+		no, _, _ := strings.Cut(rest, "/")
+		if models.ValidOrderNo(no) {
+			return views.OrderURL(no)
+		}
+	case "diff":
+		if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			return "/recon/diffs/" + rest
+		}
+	case "tasks":
+		return views.Query("/tasks", "type", rest)
+	case "job":
+		return "/jobs#job-" + url.PathEscape(rest)
+	case "user":
+		if admin {
+			return "/admin/users"
+		}
+	case "token":
+		if admin {
+			return "/admin/tokens"
+		}
+	}
+	return ""
+}
