@@ -63,6 +63,9 @@ type Config struct {
 	SessionMax      time.Duration // and this long after sign-in whatever happens
 	MetricsToken    string        // bearer token that may read /metrics from off the loopback; empty: loopback only
 	TLSCert, TLSKey string        // serve HTTPS with this certificate and key (both or neither)
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
+	// the client; with none, the client is the connection's address.
+	TrustedProxies []*net.IPNet
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -108,6 +111,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	metricsToken := text("metrics-token", "UNHOLD_METRICS_TOKEN", "", "bearer token for /metrics from off the loopback (empty: loopback only)")
 	tlsCert := text("tls-cert", "UNHOLD_TLS_CERT", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
 	tlsKey := text("tls-key", "UNHOLD_TLS_KEY", "", "TLS private key file (PEM); with -tls-cert, serve HTTPS")
+	proxies := text("trusted-proxies", "UNHOLD_TRUSTED_PROXIES", "",
+		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
@@ -201,6 +206,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 		return Config{}, fmt.Errorf("config: %s is set but %s is not; HTTPS needs both", set.name(), unset.name())
 	}
+	if cfg.TrustedProxies, err = cidrs(proxies); err != nil {
+		return Config{}, err
+	}
 	if cfg.CouponExpiry, err = oneOf(couponExpiry, CouponExpiryExtend, CouponExpiryKeep); err != nil {
 		return Config{}, err
 	}
@@ -272,6 +280,32 @@ func durationMin(s *setting, lo time.Duration) (time.Duration, error) {
 		return 0, s.errorf(fmt.Sprintf("a duration of at least %s, like 30s or 2m", lo))
 	}
 	return d, nil
+}
+
+// cidrs reads a comma-separated list of addresses (a /32 or /128 each) and
+// CIDR ranges.
+func cidrs(s *setting) ([]*net.IPNet, error) {
+	var out []*net.IPNet
+	for _, part := range strings.Split(s.value, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if ip := net.ParseIP(part); ip != nil {
+			bits := 128
+			if ip.To4() != nil {
+				ip, bits = ip.To4(), 32
+			}
+			out = append(out, &net.IPNet{IP: ip, Mask: net.CIDRMask(bits, bits)})
+			continue
+		}
+		_, n, err := net.ParseCIDR(part)
+		if err != nil {
+			return nil, s.errorf("comma-separated addresses or CIDR ranges like 10.0.0.0/8,192.0.2.7")
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 func durationIn(s *setting, lo, hi time.Duration) (time.Duration, error) {

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"flag"
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -72,6 +73,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_METRICS_TOKEN":          "scrape-token-0123456789",
 		"UNHOLD_TLS_CERT":               "cert.pem",
 		"UNHOLD_TLS_KEY":                "key.pem",
+		"UNHOLD_TRUSTED_PROXIES":        "10.0.0.0/8, 192.0.2.7,::1",
 	}
 
 	tests := []struct {
@@ -107,6 +109,11 @@ func TestLoad(t *testing.T) {
 				c.SessionMax = 8 * time.Hour
 				c.MetricsToken = "scrape-token-0123456789"
 				c.TLSCert, c.TLSKey = "cert.pem", "key.pem"
+				c.TrustedProxies = []*net.IPNet{
+					{IP: net.IP{10, 0, 0, 0}, Mask: net.CIDRMask(8, 32)},
+					{IP: net.IP{192, 0, 2, 7}, Mask: net.CIDRMask(32, 32)},
+					{IP: net.ParseIP("::1"), Mask: net.CIDRMask(128, 128)},
+				}
 			},
 		},
 		{
@@ -136,6 +143,7 @@ func TestLoad(t *testing.T) {
 				"-metrics-token", "",
 				"-tls-cert", "",
 				"-tls-key", "",
+				"-trusted-proxies", "",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -265,6 +273,8 @@ func TestLoadInvalid(t *testing.T) {
 			`config: UNHOLD_METRICS_TOKEN must be empty, or at least 16 characters without spaces, got "short"`},
 		{"tls key alone", nil, []string{"-tls-key", "key.pem"},
 			`config: -tls-key is set but UNHOLD_TLS_CERT is not; HTTPS needs both`},
+		{"trusted proxies", map[string]string{"UNHOLD_TRUSTED_PROXIES": "10.0.0.0/33"}, nil,
+			`config: UNHOLD_TRUSTED_PROXIES must be comma-separated addresses or CIDR ranges like 10.0.0.0/8,192.0.2.7, got "10.0.0.0/33"`},
 		{"unknown flag", nil, []string{"-verbose"},
 			`config: flag provided but not defined: -verbose`},
 	}

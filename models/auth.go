@@ -98,6 +98,11 @@ func ValidUserName(name string) error {
 		if unicode.IsControl(c) || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) {
 			return invalid("name must not contain control characters")
 		}
+		// Audit actors that are not users say what they are with a colon
+		// ("token:erp", "cli:host"); no user may look like one.
+		if c == ':' {
+			return invalid("name must not contain ':'")
+		}
 	}
 	first, _ := utf8.DecodeRuneInString(name)
 	last, _ := utf8.DecodeLastRuneInString(name)
@@ -120,7 +125,7 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role, password
 	if err := ValidPassword(password); err != nil {
 		return nil, err
 	}
-	hash, err := HashPassword(password)
+	hash, err := s.hashPassword(ctx, password)
 	if err != nil {
 		return nil, fmt.Errorf("create user %s: %w", name, err)
 	}
@@ -265,12 +270,13 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 }
 
 // ResetPassword sets a user's password, as an admin does for someone who
-// lost theirs, and ends every session of the user.
+// lost theirs, ends every session of the user and lifts a login lock on
+// their name.
 func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor string) error {
 	if err := ValidPassword(password); err != nil {
 		return err
 	}
-	hash, err := HashPassword(password)
+	hash, err := s.hashPassword(ctx, password)
 	if err != nil {
 		return fmt.Errorf("reset password of user %d: %w", id, err)
 	}
@@ -283,6 +289,9 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 		err := tx.Exec(`UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE id = ?`,
 			hash, now, now, id).Error
 		if err != nil {
+			return err
+		}
+		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
 			return err
 		}
 		res := tx.Exec(`DELETE FROM sessions WHERE user_id = ?`, id)
@@ -324,7 +333,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	}
 	ok := false
 	if len(oldPW) <= MaxPasswordLen && !u.Disabled {
-		if ok, err = VerifyPassword(u.PasswordHash, oldPW); err != nil {
+		if ok, err = s.verifyPassword(ctx, u.PasswordHash, oldPW); err != nil {
 			return fmt.Errorf("change password of %s: %w", u.Name, err)
 		}
 	}
@@ -337,7 +346,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 		}
 		return fmt.Errorf("change password of %s: %w", u.Name, ErrBadCredentials)
 	}
-	hash, err := HashPassword(newPW)
+	hash, err := s.hashPassword(ctx, newPW)
 	if err != nil {
 		return fmt.Errorf("change password of %s: %w", u.Name, err)
 	}

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -58,6 +59,37 @@ func ValidPassword(pw string) error {
 		return invalid("password must be at least %d characters", MinPasswordLen)
 	}
 	return nil
+}
+
+// hashSlot waits for one of the store's hash slots, or for ctx to end; the
+// returned func gives it back.
+func (s *Store) hashSlot(ctx context.Context) (func(), error) {
+	select {
+	case s.hashSlots <- struct{}{}:
+		return func() { <-s.hashSlots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait to hash a password: %w", ctx.Err())
+	}
+}
+
+// hashPassword is HashPassword in one of the store's hash slots.
+func (s *Store) hashPassword(ctx context.Context, pw string) (string, error) {
+	done, err := s.hashSlot(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer done()
+	return HashPassword(pw)
+}
+
+// verifyPassword is VerifyPassword in one of the store's hash slots.
+func (s *Store) verifyPassword(ctx context.Context, encoded, pw string) (bool, error) {
+	done, err := s.hashSlot(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer done()
+	return VerifyPassword(encoded, pw)
 }
 
 // HashPassword hashes pw with argon2id and a fresh salt into a PHC string:

@@ -78,8 +78,18 @@ var errLoginMoved = errors.New("user changed during login")
 func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error) {
 	typed := truncUTF8(r.Name, 4*MaxNameLen)
 	ua := truncUTF8(r.UserAgent, maxUserAgentLen)
+	shown := maskedName(typed)
+	if ValidUserName(r.Name) == nil { // no other name can exist
+		_, err := s.UserByName(ctx, r.Name)
+		switch {
+		case err == nil:
+			shown = typed
+		case !errors.Is(err, ErrNotFound):
+			return "", nil, fmt.Errorf("login: %w", err)
+		}
+	}
 	audit := func(outcome, detail string) *AuditEntry {
-		return &AuditEntry{Actor: typed, Action: "login", Target: userTarget(typed), Outcome: outcome, Detail: detail,
+		return &AuditEntry{Actor: shown, Action: "login", Target: userTarget(shown), Outcome: outcome, Detail: detail,
 			IP: r.IP, UserAgent: ua}
 	}
 	if err := s.reserveLogin(ctx, typed, r.IP, audit); err != nil {
@@ -107,6 +117,13 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 	return "", nil, fmt.Errorf("login %s: %w", typed, ErrBadCredentials)
 }
 
+// maskedName stands in the audit log for a name that is no user's: people
+// type their password into the name field, and the log is widely read.
+// The same name always gives the same stand-in, so repeated tries show.
+func maskedName(typed string) string {
+	return "unknown:" + hashToken(typed)[:8]
+}
+
 // checkPassword reads the user name and verifies pw, outside any
 // transaction. why is "" when the user may sign in, and otherwise says why
 // not, for the audit row. Every way of failing takes one hash's time but
@@ -122,11 +139,15 @@ func (s *Store) checkPassword(ctx context.Context, name, pw string) (u *User, wh
 	case len(pw) > MaxPasswordLen:
 		return u, "password too long", nil
 	case u == nil:
-		_, _ = VerifyPassword(dummyHash, pw)
+		if _, err := s.verifyPassword(ctx, dummyHash, pw); ctx.Err() != nil {
+			return nil, "", err
+		}
 		return nil, "no such user", nil
 	}
-	ok, err := VerifyPassword(u.PasswordHash, pw)
+	ok, err := s.verifyPassword(ctx, u.PasswordHash, pw)
 	switch {
+	case ctx.Err() != nil:
+		return nil, "", err
 	case err != nil:
 		s.log.Error("login: stored password hash unreadable", slog.String("user", u.Name), slog.Any("err", err))
 		return u, "stored password hash unreadable", nil
@@ -146,7 +167,7 @@ func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *Aud
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(a.Actor)).Error; err != nil {
+		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE users SET last_login_at = ? WHERE id = ? AND disabled = ? AND password_hash = ?`,

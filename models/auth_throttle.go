@@ -95,6 +95,7 @@ type throttleRow struct {
 	Failures    int
 	WindowStart time.Time
 	LockedUntil *time.Time
+	NotedUntil  *time.Time // the lock end whose first refusal is audited
 }
 
 func userKey(name string) string { return "user:" + name }
@@ -106,22 +107,84 @@ func (r throttleRow) over(now time.Time, p ThrottlePolicy) bool {
 	return !r.WindowStart.Add(p.Window).After(now) && (r.LockedUntil == nil || !r.LockedUntil.After(now))
 }
 
+// noted tells whether the refusals of the row's current lock are audited.
+func (r throttleRow) noted() bool {
+	return r.LockedUntil != nil && r.NotedUntil != nil && r.NotedUntil.Equal(*r.LockedUntil)
+}
+
+// throttleKeys are the rows an attempt counts in, in one lock order.
+func throttleKeys(name, ip string) []string {
+	keys := []string{userKey(name)}
+	if ip != "" {
+		keys = append(keys, ipKey(ip))
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// refusal says whether rows (by key, each already reset when over) refuse
+// an attempt at now: how long to wait, why, and the refusing rows.
+func refusal(rows map[string]*throttleRow, name, ip string, now time.Time, p ThrottlePolicy) (time.Duration, string, []*throttleRow) {
+	var wait time.Duration
+	var why string
+	var by []*throttleRow
+	if acct := rows[userKey(name)]; acct != nil && acct.LockedUntil != nil && acct.LockedUntil.After(now) {
+		wait, why = acct.LockedUntil.Sub(now), fmt.Sprintf("account locked after %d failures", acct.Failures)
+		by = append(by, acct)
+	}
+	if addr := rows[ipKey(ip)]; ip != "" && addr != nil && addr.Failures >= p.IPAttempts {
+		if w := addr.WindowStart.Add(p.Window).Sub(now); w > 0 {
+			by = append(by, addr)
+			if w > wait {
+				wait, why = w, fmt.Sprintf("%d attempts from %s", addr.Failures, ip)
+			}
+		}
+	}
+	return wait, why, by
+}
+
+// readThrottle reads the rows of keys as they stand, each reset when over.
+func (s *Store) readThrottle(db *gorm.DB, keys []string, now time.Time, lock bool) (map[string]*throttleRow, error) {
+	rows := map[string]*throttleRow{}
+	for _, k := range keys {
+		q := `SELECT * FROM login_throttle WHERE key = ?`
+		if lock {
+			q += s.forUpdate()
+		}
+		var found []throttleRow
+		if err := db.Raw(q, k).Scan(&found).Error; err != nil {
+			return nil, err
+		}
+		r := throttleRow{Key: k, WindowStart: now}
+		if len(found) == 1 && !found[0].over(now, s.throttle) {
+			r = found[0]
+		}
+		rows[k] = &r
+	}
+	return rows, nil
+}
+
 // reserveLogin counts a login attempt for the account name (as typed) and
 // the address ip, in one write transaction, or refuses it with a
-// *ThrottledError and a "throttled" audit row. A refused attempt is not
-// counted.
+// *ThrottledError. A refused attempt is not counted; the first refusal of
+// each lock writes a "throttled" audit row, and later ones are answered
+// from a plain read, writing nothing, so a flood of refused attempts
+// neither grows the audit log nor holds SQLite's one writer.
 func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(outcome, detail string) *AuditEntry) error {
 	p := s.throttle
+	keys := throttleKeys(name, ip)
+	now := s.Now()
+	rows, err := s.readThrottle(s.R.WithContext(ctx), keys, now, false)
+	if err != nil {
+		return fmt.Errorf("read login throttle: %w", err)
+	}
+	if wait, _, by := refusal(rows, name, ip, now, p); wait > 0 && allNoted(by) {
+		return &ThrottledError{RetryAfter: wait}
+	}
 	var refused *ThrottledError
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
 		refused = nil
 		now := s.Now()
-		keys := []string{userKey(name)}
-		if ip != "" {
-			keys = append(keys, ipKey(ip))
-		}
-		sort.Strings(keys) // one lock order for every transaction
-		rows := map[string]*throttleRow{}
 		for _, k := range keys {
 			// Insert first, so that the row exists to be locked (see ClaimJob).
 			err := tx.Exec(`INSERT INTO login_throttle (key, failures, window_start) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`,
@@ -129,30 +192,26 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 			if err != nil {
 				return err
 			}
-			var r throttleRow
-			if err := tx.Raw(`SELECT * FROM login_throttle WHERE key = ?`+s.forUpdate(), k).Scan(&r).Error; err != nil {
-				return err
+		}
+		rows, err := s.readThrottle(tx, keys, now, true)
+		if err != nil {
+			return err
+		}
+		if wait, why, by := refusal(rows, name, ip, now, p); wait > 0 {
+			refused = &ThrottledError{RetryAfter: wait}
+			if allNoted(by) {
+				return nil // a concurrent refusal audited this lock
 			}
-			if r.over(now, p) {
-				r = throttleRow{Key: k, WindowStart: now}
+			for _, r := range by {
+				err := tx.Exec(`UPDATE login_throttle SET noted_until = ? WHERE key = ?`, r.LockedUntil, r.Key).Error
+				if err != nil {
+					return err
+				}
 			}
-			rows[k] = &r
+			return auditIn(tx, audit("throttled", fmt.Sprintf("%s; retry after %s; later refusals of this lock are not recorded",
+				why, wait.Round(time.Second))), now)
 		}
 		acct, addr := rows[userKey(name)], rows[ipKey(ip)]
-		var wait time.Duration
-		var why string
-		if acct.LockedUntil != nil && acct.LockedUntil.After(now) {
-			wait, why = acct.LockedUntil.Sub(now), fmt.Sprintf("account locked after %d failures", acct.Failures)
-		}
-		if addr != nil && addr.Failures >= p.IPAttempts {
-			if w := addr.WindowStart.Add(p.Window).Sub(now); w > wait {
-				wait, why = w, fmt.Sprintf("%d attempts from %s", addr.Failures, ip)
-			}
-		}
-		if wait > 0 {
-			refused = &ThrottledError{RetryAfter: wait}
-			return auditIn(tx, audit("throttled", fmt.Sprintf("%s; retry after %s", why, wait.Round(time.Second))), now)
-		}
 		acct.Failures++
 		if acct.Failures >= p.AccountFailures {
 			// The lock is taken now, before the password is checked, so no
@@ -186,4 +245,14 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 		return refused
 	}
 	return nil
+}
+
+// allNoted tells whether every refusing row's lock is already audited.
+func allNoted(by []*throttleRow) bool {
+	for _, r := range by {
+		if !r.noted() {
+			return false
+		}
+	}
+	return true
 }

@@ -69,9 +69,15 @@ func TestThrottleLocksAccount(t *testing.T) {
 				}
 				b.clock.Advance(30 * time.Second)
 				b.wantThrottled(t, name, goodPW, "", 30*time.Second)
+				if th := b.audits(t, "action = 'login' AND outcome = 'throttled'"); th != 1 {
+					t.Fatalf("a second refusal of the same lock was audited: %d throttled rows", th)
+				}
 				b.clock.Advance(30 * time.Second)
 				b.wantBad(t, name, "wrong password", "")
 				b.wantThrottled(t, name, goodPW, "", 2*time.Minute)
+				if th := b.audits(t, "action = 'login' AND outcome = 'throttled'"); th != 2 {
+					t.Fatalf("the first refusal of a new lock was not audited: %d throttled rows", th)
+				}
 				b.clock.Advance(2 * time.Minute)
 				b.wantBad(t, name, "wrong password", "")
 				b.wantThrottled(t, name, goodPW, "", 4*time.Minute)
@@ -138,7 +144,8 @@ func TestThrottleIP(t *testing.T) {
 }
 
 // Concurrent wrong passwords against one account: no more than
-// AccountFailures of them reach a password check.
+// AccountFailures of them reach a password check, and the refusals of the
+// lock are audited once.
 func TestThrottleConcurrent(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", models.RoleViewer)
@@ -160,7 +167,7 @@ func TestThrottleConcurrent(t *testing.T) {
 			}
 		}
 		failed := b.audits(t, "action = 'login' AND outcome = 'failed'")
-		if bad > 5 || failed > 5 || bad+throttled != 20 || b.audits(t, "action = 'login' AND outcome = 'throttled'") != int64(throttled) {
+		if bad > 5 || failed > 5 || bad+throttled != 20 || b.audits(t, "action = 'login' AND outcome = 'throttled'") != 1 {
 			t.Fatalf("%d bad credentials (%d audited failed), %d throttled; want at most 5 checked", bad, failed, throttled)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"runtime"
 	"strings"
 	"time"
 
@@ -62,6 +63,10 @@ type Store struct {
 	log       *slog.Logger
 	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
+	// hashSlots bounds the argon2id hashes running at once: each takes
+	// 19 MiB and a core for tens of milliseconds, so a burst of logins must
+	// queue instead of exhausting memory.
+	hashSlots chan struct{}
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -91,7 +96,8 @@ func SQLiteDSN(path string, readOnly bool) string {
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger, throttle: opt.Throttle.withDefaults()}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger, throttle: opt.Throttle.withDefaults(),
+		hashSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -61,6 +61,10 @@ func readBody(c *echo.Context, required bool) ([]byte, error) {
 	if len(b) > maxBody {
 		return nil, errBodyTooLarge()
 	}
+	// PostgreSQL cannot store NUL in text; no field of ours means one.
+	if bytes.Contains(b, []byte(`\u0000`)) {
+		return nil, invalidf("text in the body must not contain NUL (\\u0000)")
+	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		if required {
 			return nil, invalidf("a JSON request body is required")

@@ -163,7 +163,7 @@ func (s *server) authorize(next echo.HandlerFunc) echo.HandlerFunc {
 		case gateOpen:
 			return next(c)
 		case gateMetrics:
-			if s.metricsAllowed(c.Request()) {
+			if s.metricsAllowed(c) {
 				return next(c)
 			}
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="unhold metrics"`)
@@ -218,17 +218,24 @@ func (s *server) deny(c *echo.Context, p *principal, g gate) error {
 }
 
 // metricsAllowed lets the loopback read /metrics, and anyone else holding
-// the configured token. It reads the connection's address, never a header.
-func (s *server) metricsAllowed(r *http.Request) bool {
+// the configured token. The client is the connection's address, or behind
+// trusted proxies the one their X-Forwarded-For names; a forwarded request
+// with no proxy configured came through one unhold does not know (maybe on
+// this very host), so it is not the loopback's.
+func (s *server) metricsAllowed(c *echo.Context) bool {
+	r := c.Request()
 	if tok := bearer(r); s.metricsToken != "" && tok != "" &&
 		subtle.ConstantTimeCompare([]byte(tok), []byte(s.metricsToken)) == 1 {
 		return true
 	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
+	if !s.behindProxy {
+		for _, h := range []string{echo.HeaderXForwardedFor, echo.HeaderXRealIP, "Forwarded"} {
+			if r.Header.Get(h) != "" {
+				return false
+			}
+		}
 	}
-	ip := net.ParseIP(host)
+	ip := net.ParseIP(c.RealIP())
 	return ip != nil && ip.IsLoopback()
 }
 

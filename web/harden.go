@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
 
@@ -150,6 +151,36 @@ func (s *server) csrfRefused(c *echo.Context, why string) error {
 		}
 	}
 	return &apiError{Status: http.StatusForbidden, Code: "CSRF", Message: why}
+}
+
+// plainText refuses, with 400 INVALID_INPUT before any handler runs, a
+// query or form value that is not valid UTF-8 or holds a NUL byte:
+// PostgreSQL cannot store either in a text column, and no field of ours
+// means them.
+func (s *server) plainText(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		r := c.Request()
+		values := r.URL.Query()
+		if r.Method == http.MethodPost && !isAPI(r.URL.Path) { // the API reads JSON bodies only (readBody checks them)
+			if ct := r.Header.Get(echo.HeaderContentType); strings.HasPrefix(ct, echo.MIMEApplicationForm) {
+				if err := r.ParseForm(); err != nil {
+					return invalidf("could not read the form: %v", err)
+				}
+				values = r.Form
+			}
+		}
+		text := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
+		for k, vs := range values {
+			ok := text(k)
+			for _, v := range vs {
+				ok = ok && text(v)
+			}
+			if !ok {
+				return invalidf("%.32q must be valid UTF-8 text without NUL bytes", k)
+			}
+		}
+		return next(c)
+	}
 }
 
 // csrfToken is the token this request's forms carry.

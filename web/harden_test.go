@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -175,10 +176,13 @@ func TestMetricsAccess(t *testing.T) {
 		{"remote, wrong token", "198.51.100.7:9000", "Bearer scrape-0123456789abcdeX", http.StatusUnauthorized},
 		{"remote, an admin API token", "198.51.100.7:9000", "Bearer " + b.who.token, http.StatusUnauthorized},
 		{"remote, forged X-Forwarded-For", "198.51.100.7:9000", "", http.StatusUnauthorized},
+		{"through a proxy on this host", "127.0.0.1:9000", "", http.StatusUnauthorized},
 	} {
 		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
 		req.RemoteAddr = c.remote
-		req.Header.Set("X-Forwarded-For", "127.0.0.1")
+		if !strings.HasPrefix(c.name, "loopback") {
+			req.Header.Set("X-Forwarded-For", "127.0.0.1")
+		}
 		if c.auth != "" {
 			req.Header.Set("Authorization", c.auth)
 		}
@@ -220,4 +224,41 @@ func TestAPITokens(t *testing.T) {
 		try(t, "revoke", b.s.RevokeAPIToken(b.ctx, tok.ID, "test"))
 		wantError(t, get("Bearer "+secret, false), http.StatusUnauthorized, "UNAUTHENTICATED")
 	})
+}
+
+// Behind a configured proxy, the client is the address its X-Forwarded-For
+// names: in the audit log, for login throttling and for /metrics. From any
+// other peer the header is ignored.
+func TestTrustedProxy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, models.SQLite)
+	_, proxy, err := net.ParseCIDR("10.0.0.0/8")
+	try(t, "cidr", err)
+	b.e = web.New(web.Deps{Store: b.s, Sessions: testSessions, TrustedProxies: []*net.IPNet{proxy}})
+	for _, c := range []struct{ peer, xff, want string }{
+		{"10.1.2.3:5000", "198.51.100.9", "198.51.100.9"},
+		{"10.1.2.3:5000", "198.51.100.9, 10.9.9.9", "198.51.100.9"},
+		{"203.0.113.5:5000", "198.51.100.9", "203.0.113.5"},
+		{"127.0.0.1:5000", "198.51.100.9", "127.0.0.1"},
+	} {
+		before := countAudit(t, b, "set_stock")
+		req := httptest.NewRequest(http.MethodPut, "/api/v1/skus/sku-p", strings.NewReader(`{"available":1}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.RemoteAddr = c.peer
+		req.Header.Set("X-Forwarded-For", c.xff)
+		if rec := b.serve(req); rec.Code != http.StatusOK {
+			t.Fatalf("PUT sku via %s = %d", c.peer, rec.Code)
+		}
+		var e models.AuditEntry
+		try(t, "last", b.s.R.Where("action = ?", "set_stock").Order("id DESC").Take(&e).Error)
+		if countAudit(t, b, "set_stock") != before+1 || e.IP != c.want {
+			t.Errorf("peer %s XFF %q: audited address %q, want %q", c.peer, c.xff, e.IP, c.want)
+		}
+	}
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	req.RemoteAddr = "10.1.2.3:5000"
+	req.Header.Set("X-Forwarded-For", "198.51.100.9")
+	if rec := b.as(nil).serve(req); rec.Code != http.StatusUnauthorized {
+		t.Errorf("/metrics for a remote client through the proxy = %d, want 401", rec.Code)
+	}
 }

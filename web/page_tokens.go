@@ -1,12 +1,12 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v5"
 
-	"unhold/models"
 	"unhold/views"
 )
 
@@ -33,13 +33,14 @@ func (s *server) renderTokens(c *echo.Context, status int, secret *views.Secret)
 // answers with, and never again: only its hash is kept.
 func (s *server) tokenCreate(c *echo.Context) error {
 	t := flashPage(c)
-	role, err := models.ParseRole(c.FormValue("role"))
+	name := c.FormValue("name")
+	role, err := parseRole(c.FormValue("role"))
 	if err != nil {
-		return redirectWithFlash(c, "/admin/tokens", false, t.T("users.flash.bad_role"))
+		return s.refusal(c, "/admin/tokens", "token_create", "token:"+name, err)
 	}
-	tok, secret, err := s.store.CreateAPIToken(c.Request().Context(), c.FormValue("name"), role, actor(c))
+	tok, secret, err := s.store.CreateAPIToken(c.Request().Context(), name, role, actor(c))
 	if err != nil {
-		return refusal(c, "/admin/tokens", err)
+		return s.refusal(c, "/admin/tokens", "token_create", "token:"+name, err)
 	}
 	return s.renderTokens(c, http.StatusOK, &views.Secret{Title: t.T("tokens.secret.created"), For: tok.Name, Value: secret})
 }
@@ -52,7 +53,7 @@ func (s *server) tokenRevoke(c *echo.Context) error {
 		return invalidf("a token id is a positive whole number, not %q", raw)
 	}
 	if err := s.store.RevokeAPIToken(c.Request().Context(), id, actor(c)); err != nil {
-		return refusal(c, "/admin/tokens", err)
+		return s.refusal(c, "/admin/tokens", "token_revoke", fmt.Sprintf("token:#%d", id), err)
 	}
 	return redirectWithFlash(c, "/admin/tokens", true, flashPage(c).T("tokens.flash.revoked"))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -44,18 +45,18 @@ func (s *server) renderUsers(c *echo.Context, status int, secret *views.Secret) 
 // up": it is shown once, on the page this answers with.
 func (s *server) userCreate(c *echo.Context) error {
 	t := flashPage(c)
-	role, err := models.ParseRole(c.FormValue("role"))
-	if err != nil {
-		return redirectWithFlash(c, "/admin/users", false, t.T("users.flash.bad_role"))
-	}
 	name, password := c.FormValue("name"), c.FormValue("password")
+	role, err := parseRole(c.FormValue("role"))
+	if err != nil {
+		return s.refusal(c, "/admin/users", "user_create", "user:"+name, err)
+	}
 	generated := password == ""
 	if generated {
 		password = newPassword()
 	}
 	u, err := s.store.CreateUser(c.Request().Context(), name, role, password, actor(c))
 	if err != nil {
-		return refusal(c, "/admin/users", err)
+		return s.refusal(c, "/admin/users", "user_create", "user:"+name, err)
 	}
 	if !generated {
 		return redirectWithFlash(c, "/admin/users", true, t.Tf("users.flash.created", u.Name))
@@ -66,17 +67,17 @@ func (s *server) userCreate(c *echo.Context) error {
 // userRole is POST /admin/users/:id/role. The user's next request renews
 // their session with the new role.
 func (s *server) userRole(c *echo.Context) error {
-	id, err := userIDParam(c)
-	if err != nil {
+	u, err := s.otherUser(c, "user_role")
+	if u == nil {
 		return err
 	}
 	t := flashPage(c)
-	role, err := models.ParseRole(c.FormValue("role"))
-	if err != nil {
-		return redirectWithFlash(c, "/admin/users", false, t.T("users.flash.bad_role"))
+	role, err := parseRole(c.FormValue("role"))
+	if err == nil {
+		err = s.store.SetUserRole(c.Request().Context(), u.ID, role, actor(c))
 	}
-	if err := s.store.SetUserRole(c.Request().Context(), id, role, actor(c)); err != nil {
-		return refusal(c, "/admin/users", err)
+	if err != nil {
+		return s.refusal(c, "/admin/users", "user_role", "user:"+u.Name, err)
 	}
 	return redirectWithFlash(c, "/admin/users", true, t.Tf("users.flash.role", t.Code("role."+string(role))))
 }
@@ -89,16 +90,16 @@ func (s *server) userDisable(c *echo.Context) error { return s.userSetDisabled(c
 func (s *server) userEnable(c *echo.Context) error { return s.userSetDisabled(c, false) }
 
 func (s *server) userSetDisabled(c *echo.Context, disabled bool) error {
-	id, err := userIDParam(c)
-	if err != nil {
+	action, key := "user_enable", "users.flash.enabled"
+	if disabled {
+		action, key = "user_disable", "users.flash.disabled"
+	}
+	u, err := s.otherUser(c, action)
+	if u == nil {
 		return err
 	}
-	if err := s.store.SetUserDisabled(c.Request().Context(), id, disabled, actor(c)); err != nil {
-		return refusal(c, "/admin/users", err)
-	}
-	key := "users.flash.enabled"
-	if disabled {
-		key = "users.flash.disabled"
+	if err := s.store.SetUserDisabled(c.Request().Context(), u.ID, disabled, actor(c)); err != nil {
+		return s.refusal(c, "/admin/users", action, "user:"+u.Name, err)
 	}
 	return redirectWithFlash(c, "/admin/users", true, flashPage(c).T(key))
 }
@@ -106,13 +107,8 @@ func (s *server) userSetDisabled(c *echo.Context, disabled bool) error {
 // userReset is POST /admin/users/:id/reset: a new password (typed, or made
 // up and shown once) and the end of every session of the user.
 func (s *server) userReset(c *echo.Context) error {
-	id, err := userIDParam(c)
-	if err != nil {
-		return err
-	}
-	ctx := c.Request().Context()
-	u, err := s.store.UserByID(ctx, id)
-	if err != nil {
+	u, err := s.otherUser(c, "user_reset_password")
+	if u == nil {
 		return err
 	}
 	t := flashPage(c)
@@ -121,8 +117,8 @@ func (s *server) userReset(c *echo.Context) error {
 	if generated {
 		password = newPassword()
 	}
-	if err := s.store.ResetPassword(ctx, id, password, actor(c)); err != nil {
-		return refusal(c, "/admin/users", err)
+	if err := s.store.ResetPassword(c.Request().Context(), u.ID, password, actor(c)); err != nil {
+		return s.refusal(c, "/admin/users", "user_reset_password", "user:"+u.Name, err)
 	}
 	if !generated {
 		return redirectWithFlash(c, "/admin/users", true, t.Tf("users.flash.reset", u.Name))
@@ -130,17 +126,63 @@ func (s *server) userReset(c *echo.Context) error {
 	return s.renderUsers(c, http.StatusOK, &views.Secret{Title: t.T("users.secret.reset"), For: u.Name, Value: password})
 }
 
-// refusal turns a refusal of the models into a flash on the page at to;
-// anything else is an error.
-func refusal(c *echo.Context, to string, err error) error {
+// otherUser reads the user an admin action names. An admin's own account
+// is refused (and the refusal audited): they change their password on the
+// password page, and cannot lock themselves out of administration by a
+// slip. A nil user comes with the answer to return.
+func (s *server) otherUser(c *echo.Context, action string) (*models.User, error) {
+	id, err := userIDParam(c)
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.store.UserByID(c.Request().Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if me := principalOf(c); me.UserID == u.ID {
+		return nil, s.refusal(c, "/admin/users", action, "user:"+u.Name, errSelf)
+	}
+	return u, nil
+}
+
+// parseRole is models.ParseRole refusing with BAD_ROLE, which the flash
+// words in the viewer's language.
+func parseRole(s string) (models.Role, error) {
+	r, err := models.ParseRole(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q", errBadRole, s)
+	}
+	return r, nil
+}
+
+// errBadRole is a role that is none of viewer, operator and admin.
+var errBadRole = &models.Error{Code: "BAD_ROLE", Message: "no such role"}
+
+// errSelf is an admin acting on their own account.
+var errSelf = &models.Error{Code: "SELF", Message: "admins change their own password on the password page, and cannot change their own role or disable themselves"}
+
+// refusal answers a refused admin action: one audit row with outcome
+// "refused" and why, then a flash on the page at to. An error that is not
+// a refusal of the models is returned as it is.
+func (s *server) refusal(c *echo.Context, to, action, target string, err error) error {
 	var me *models.Error
 	if !errors.As(err, &me) {
 		return err
 	}
+	aerr := s.store.RecordAudit(c.Request().Context(), models.AuditEntry{Actor: actor(c), Action: action,
+		Target: target, Outcome: "refused", Detail: me.Code + ": " + err.Error()})
+	if aerr != nil {
+		return aerr
+	}
 	t := flashPage(c)
 	text := t.Code(me.Code)
 	if errors.Is(err, models.ErrInvalid) {
-		text = fmt.Sprintf("%s: %s", text, err.Error())
+		// The domain's words after its "invalid input:" prefix.
+		msg := err.Error()
+		if i := strings.LastIndex(msg, models.ErrInvalid.Message+": "); i >= 0 {
+			msg = msg[i+len(models.ErrInvalid.Message)+2:]
+		}
+		text = fmt.Sprintf("%s: %s", text, msg)
 	}
 	return redirectWithFlash(c, to, false, text)
 }

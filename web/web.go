@@ -6,6 +6,7 @@ package web
 
 import (
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -35,6 +36,11 @@ type Deps struct {
 	// MetricsToken, when set, lets a scraper off the loopback read /metrics
 	// with "Authorization: Bearer <token>".
 	MetricsToken string
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names the
+	// client (for the audit log, login throttling and /metrics). With none,
+	// the client is the connection's address and forwarding headers are
+	// ignored.
+	TrustedProxies []*net.IPNet
 }
 
 // server holds the dependencies every handler uses.
@@ -49,6 +55,7 @@ type server struct {
 
 	sessions     models.SessionPolicy
 	metricsToken string
+	behindProxy  bool
 	gates        map[string]gate // by routeKey(method, route path)
 }
 
@@ -70,7 +77,7 @@ func New(d Deps) *echo.Echo {
 		sessions.Absolute = 12 * time.Hour
 	}
 	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		sessions: sessions, metricsToken: d.MetricsToken, gates: map[string]gate{}}
+		sessions: sessions, metricsToken: d.MetricsToken, behindProxy: len(d.TrustedProxies) > 0, gates: map[string]gate{}}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,
@@ -79,11 +86,18 @@ func New(d Deps) *echo.Echo {
 	// the panic and the current goroutine's stack logged.
 	// Outermost, so it sees the status the client got, panics included.
 	e.Use(s.httpMetrics)
+	if len(d.TrustedProxies) > 0 {
+		trust := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range d.TrustedProxies {
+			trust = append(trust, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+	}
 	e.Pre(s.harden)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	// Who is asking, then CSRF (which audits a refusal in their name), then
 	// whether their role passes the route's gate.
-	e.Use(s.authenticate, s.csrf, s.authorize)
+	e.Use(s.authenticate, s.csrf, s.authorize, s.plainText)
 	s.routes(e)
 	return e
 }

@@ -28,8 +28,10 @@ func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog
 		return fmt.Errorf("demo: %w", err)
 	}
 	if n > 0 {
-		fmt.Fprintf(out, "demo: %s already has %d orders; not adding demo data\n", cfg.DB, n)
-		return demoUsers(ctx, s, out)
+		// Demo users only come with demo data: a real database run with
+		// --demo by mistake must not get accounts with printed passwords.
+		fmt.Fprintf(out, "demo: %s already has %d orders; not adding demo data or demo users\n", cfg.DB, n)
+		return nil
 	}
 	start := time.Now()
 	st, err := demoShop(ctx, cfg.DB, storeOptions(cfg, log), demoOrders, time.Now(), log)

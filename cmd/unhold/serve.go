@@ -71,7 +71,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	}
 	srv := &http.Server{
 		Handler: web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched,
-			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken}),
+			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
