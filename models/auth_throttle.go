@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 
@@ -99,7 +100,16 @@ type throttleRow struct {
 }
 
 func userKey(name string) string { return "user:" + name }
-func ipKey(ip string) string     { return "ip:" + ip }
+
+// ipKey is the throttle key of an address: an IPv4 address itself, an IPv6
+// one by its /64, which one host usually holds whole (and could otherwise
+// walk through for fresh attempts).
+func ipKey(ip string) string {
+	if a := net.ParseIP(ip); a != nil && a.To4() == nil {
+		return "ip:" + a.Mask(net.CIDRMask(64, 128)).String() + "/64"
+	}
+	return "ip:" + ip
+}
 
 // over tells whether the row's window and lock have both ended at now, so
 // that it counts from zero again.

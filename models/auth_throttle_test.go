@@ -143,6 +143,19 @@ func TestThrottleIP(t *testing.T) {
 	})
 }
 
+// IPv6 addresses count by their /64: one host cannot walk its prefix for
+// fresh attempts; another /64 is not affected.
+func TestThrottleIPv6Prefix(t *testing.T) {
+	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
+		for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"} {
+			b.wantBad(t, "bob", "x", ip)
+		}
+		b.wantThrottled(t, "carl", "x", "2001:db8:1:2:abcd::1", 15*time.Minute)
+		b.wantBad(t, "carl", "x", "2001:db8:1:3::1")
+		b.wantBad(t, "dora", "x", "198.51.100.1")
+	})
+}
+
 // Concurrent wrong passwords against one account: no more than
 // AccountFailures of them reach a password check, and the refusals of the
 // lock are audited once.
