@@ -195,13 +195,18 @@ func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *Aud
 	return token, nil
 }
 
+// renewGrace is how long a session's old token keeps working after a role
+// change renewed it (with the new role), for requests racing the renewal.
+const renewGrace = time.Minute
+
 // SessionUser authenticates a session token. A missing or expired session
 // (idle: no request for Idle; absolute: past its end) or one whose user is
 // disabled is ErrNoSession, and an expired row is deleted. last_seen_at is
 // written only when it is more than a minute old. When the user's role
-// changed since the session was issued, the session is renewed: the old
-// token stops working and renewed is the new one (same end), to be set as
-// the cookie; renewed is "" otherwise.
+// changed since the session was issued, the session is renewed: renewed is
+// the new token (same end), to be set as the cookie, and "" otherwise. The
+// old token takes the new role too and ends within renewGrace, so that a
+// request racing the renewal with it (a second tab) is not signed out.
 func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) (*User, *Session, string, error) {
 	p = p.withDefaults()
 	if token == "" || len(token) > 128 {
@@ -231,20 +236,30 @@ func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) 
 		renewed := randomSecret(32)
 		next := sess
 		next.TokenHash, next.Role, next.LastSeenAt = hashToken(renewed), u.Role, now
+		old := sess
+		old.Role = u.Role
+		if grace := now.Add(renewGrace); grace.Before(old.ExpiresAt) {
+			old.ExpiresAt = grace
+		}
+		won := false
 		err := s.write(ctx, func(tx *gorm.DB) error {
-			// Exactly one request renews a session; another one racing it
-			// with the old token finds it gone and signs in again.
-			res := tx.Exec(`DELETE FROM sessions WHERE token_hash = ?`, hash)
-			if res.Error != nil {
+			// Exactly one request renews a session: the one whose update
+			// still finds the old role.
+			res := tx.Exec(`UPDATE sessions SET role = ?, expires_at = ? WHERE token_hash = ? AND role = ?`,
+				old.Role, old.ExpiresAt, hash, sess.Role)
+			if res.Error != nil || res.RowsAffected != 1 {
 				return res.Error
 			}
-			if res.RowsAffected != 1 {
-				return ErrNoSession
-			}
+			won = true
 			return tx.Create(&next).Error
 		})
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("renew session: %w", err)
+		}
+		if !won {
+			// Another request renewed it a moment ago: this one goes
+			// through with the new role and leaves the cookie alone.
+			return u, &old, "", nil
 		}
 		return u, &next, renewed, nil
 	}

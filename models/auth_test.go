@@ -645,18 +645,58 @@ func TestSessionRenewOnRoleChange(t *testing.T) {
 			!sess.ExpiresAt.Equal(first.ExpiresAt) {
 			t.Fatalf("after the role change: %+v %+v %q %v", got, sess, renewed, err)
 		}
-		if _, _, _, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
-			t.Fatalf("the old token = %v", err)
+		// A request racing the renewal with the old token goes through with
+		// the new role, is not renewed again, and leaves the cookie alone;
+		// a minute later the old token is gone.
+		_, racing, again, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{})
+		if err != nil || again != "" || racing.Role != models.RoleOperator {
+			t.Fatalf("the old token within the grace = %+v %q %v", racing, again, err)
 		}
-		_, sess, again, err := b.s.SessionUser(b.ctx, renewed, models.SessionPolicy{})
+		_, sess, again, err = b.s.SessionUser(b.ctx, renewed, models.SessionPolicy{})
 		if err != nil || again != "" || sess.Role != models.RoleOperator {
 			t.Fatalf("the renewed token = %+v %q %v", sess, again, err)
+		}
+		b.clock.Advance(time.Minute)
+		if _, _, _, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("the old token after the grace = %v", err)
+		}
+		if _, _, _, err := b.s.SessionUser(b.ctx, renewed, models.SessionPolicy{}); err != nil {
+			t.Fatalf("the renewed token after the grace = %v", err)
 		}
 		if n, _ := b.s.UserSessions(b.ctx, u.ID); n != 1 {
 			t.Fatalf("%d sessions after a renewal", n)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
 			t.Fatal("a renewal was audited")
+		}
+	})
+}
+
+// Requests racing with the old token after a role change all go through;
+// exactly one renews the session.
+func TestSessionRenewRace(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		u := b.addUser(t, "ruth", models.RoleViewer)
+		old := b.login(t, "ruth", goodPW)
+		must(t, func() error { return b.s.SetUserRole(b.ctx, u.ID, models.RoleAdmin, "root") })
+		renewed := make([]string, 8)
+		errs := make([]error, 8)
+		var wg sync.WaitGroup
+		for i := range renewed {
+			wg.Go(func() { _, _, renewed[i], errs[i] = b.s.SessionUser(b.ctx, old, models.SessionPolicy{}) })
+		}
+		wg.Wait()
+		n := 0
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("request %d with the old token = %v", i, err)
+			}
+			if renewed[i] != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Fatalf("%d requests renewed the session, want 1", n)
 		}
 	})
 }

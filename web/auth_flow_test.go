@@ -251,8 +251,14 @@ func TestDisableAndRoleChange(t *testing.T) {
 		if rec := laptop.get("/tasks/rerun"); rec.Code != http.StatusForbidden {
 			t.Errorf("operator page after the demotion = %d, want 403", rec.Code)
 		}
+		// The old token works a minute more, with the new role, for a
+		// request racing the renewal; then it is gone.
 		stale := newBrowser(b)
 		stale.cookies["unhold_session"] = &http.Cookie{Name: "unhold_session", Value: old}
+		if rec := stale.get("/tasks/rerun"); rec.Code != http.StatusForbidden {
+			t.Errorf("the pre-renewal token within its grace = %d, want 403 (a viewer now)", rec.Code)
+		}
+		b.clock.Advance(2 * time.Minute)
 		if rec := stale.get("/tasks"); !isLoginRedirect(rec) {
 			t.Errorf("the pre-renewal token still works: %d", rec.Code)
 		}
