@@ -78,7 +78,7 @@ var errLoginMoved = errors.New("user changed during login")
 func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error) {
 	typed := truncUTF8(r.Name, 4*MaxNameLen)
 	ua := truncUTF8(r.UserAgent, maxUserAgentLen)
-	shown := maskedName(typed)
+	shown := unknownName
 	if ValidUserName(r.Name) == nil { // no other name can exist
 		_, err := s.UserByName(ctx, r.Name)
 		switch {
@@ -117,12 +117,11 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 	return "", nil, fmt.Errorf("login %s: %w", typed, ErrBadCredentials)
 }
 
-// maskedName stands in the audit log for a name that is no user's: people
-// type their password into the name field, and the log is widely read.
-// The same name always gives the same stand-in, so repeated tries show.
-func maskedName(typed string) string {
-	return "unknown:" + hashToken(typed)[:8]
-}
+// unknownName stands in the audit log for a name that is no user's: people
+// type their password into the name field, and the log is widely read. Not
+// even a hash of it: an unsalted one could be checked against a password
+// list offline. (The throttle still counts per name as typed.)
+const unknownName = "unknown"
 
 // checkPassword reads the user name and verifies pw, outside any
 // transaction. why is "" when the user may sign in, and otherwise says why
@@ -139,15 +138,15 @@ func (s *Store) checkPassword(ctx context.Context, name, pw string) (u *User, wh
 	case len(pw) > MaxPasswordLen:
 		return u, "password too long", nil
 	case u == nil:
-		if _, err := s.verifyPassword(ctx, dummyHash, pw); ctx.Err() != nil {
-			return nil, "", err
+		if _, err := s.verifyPassword(ctx, dummyHash, pw); err != nil && ctx.Err() != nil {
+			return nil, "", ctx.Err()
 		}
 		return nil, "no such user", nil
 	}
 	ok, err := s.verifyPassword(ctx, u.PasswordHash, pw)
 	switch {
 	case ctx.Err() != nil:
-		return nil, "", err
+		return nil, "", ctx.Err()
 	case err != nil:
 		s.log.Error("login: stored password hash unreadable", slog.String("user", u.Name), slog.Any("err", err))
 		return u, "stored password hash unreadable", nil
@@ -247,8 +246,20 @@ func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) 
 			// still finds the old role.
 			res := tx.Exec(`UPDATE sessions SET role = ?, expires_at = ? WHERE token_hash = ? AND role = ?`,
 				old.Role, old.ExpiresAt, hash, sess.Role)
-			if res.Error != nil || res.RowsAffected != 1 {
+			if res.Error != nil {
 				return res.Error
+			}
+			if res.RowsAffected != 1 {
+				// Renewed by another request, or ended (logout, disable,
+				// reset) since it was read: only the first goes on.
+				var n int64
+				if err := tx.Raw(`SELECT COUNT(*) FROM sessions WHERE token_hash = ?`, hash).Scan(&n).Error; err != nil {
+					return err
+				}
+				if n == 0 {
+					return ErrNoSession
+				}
+				return nil
 			}
 			won = true
 			return tx.Create(&next).Error

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -103,6 +104,9 @@ func (AuditEntry) TableName() string { return "audit_log" }
 // BeforeCreate fills the request fields left empty from the request
 // metadata of the transaction's context (WithRequestMeta), so every audit
 // row says where its request came from without each caller passing it on.
+// Text fields are made storable: a refusal must be recorded even when what
+// was refused held NUL or bytes that are not UTF-8 (which PostgreSQL cannot
+// store).
 func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
 	m := RequestMetaFrom(tx.Statement.Context)
 	if e.Role == "" {
@@ -118,6 +122,9 @@ func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
 		e.UserAgent = m.UserAgent
 	}
 	e.UserAgent = truncUTF8(e.UserAgent, maxUserAgentLen)
+	for _, f := range []*string{&e.Actor, &e.Action, &e.Target, &e.Reason, &e.Outcome, &e.Detail, &e.Role, &e.RequestID, &e.IP, &e.UserAgent} {
+		*f = strings.ReplaceAll(strings.ToValidUTF8(*f, "\uFFFD"), "\x00", "\uFFFD")
+	}
 	return nil
 }
 

@@ -100,6 +100,26 @@ func auditRows(t *testing.T, b bundle, specs ...string) []int64 {
 	return ids
 }
 
+// An audit row is written even when what it records held NUL or bytes that
+// are not UTF-8 (a refused request's path, say): they become U+FFFD, which
+// PostgreSQL stores, instead of failing the write.
+func TestAuditStoresAnyText(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		e := models.AuditEntry{Actor: "a\x00b", Action: "denied", Target: "route:POST /admin/users/\xff/disable",
+			Outcome: "denied", Detail: "bad \xfe\x00"}
+		if err := b.s.RecordAudit(b.ctx, e); err != nil {
+			t.Fatalf("record: %v", err)
+		}
+		var got models.AuditEntry
+		if err := b.s.R.Where("action = ?", "denied").Take(&got).Error; err != nil {
+			t.Fatal(err)
+		}
+		if got.Actor != "a\uFFFDb" || got.Target != "route:POST /admin/users/\uFFFD/disable" || got.Detail != "bad \uFFFD\uFFFD" {
+			t.Fatalf("stored %+v", got)
+		}
+	})
+}
+
 func TestAuditLogFilters(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		start := b.clock.Now()

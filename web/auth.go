@@ -218,24 +218,25 @@ func (s *server) deny(c *echo.Context, p *principal, g gate) error {
 }
 
 // metricsAllowed lets the loopback read /metrics, and anyone else holding
-// the configured token. The client is the connection's address, or behind
-// trusted proxies the one their X-Forwarded-For names; a forwarded request
-// with no proxy configured came through one unhold does not know (maybe on
-// this very host), so it is not the loopback's.
+// the configured token. Loopback means the connection's own address, and
+// no forwarding header: a forwarded request came through a proxy, maybe on
+// this very host, from anywhere.
 func (s *server) metricsAllowed(c *echo.Context) bool {
 	r := c.Request()
 	if tok := bearer(r); s.metricsToken != "" && tok != "" &&
 		subtle.ConstantTimeCompare([]byte(tok), []byte(s.metricsToken)) == 1 {
 		return true
 	}
-	if !s.behindProxy {
-		for _, h := range []string{echo.HeaderXForwardedFor, echo.HeaderXRealIP, "Forwarded"} {
-			if r.Header.Get(h) != "" {
-				return false
-			}
+	for _, h := range []string{echo.HeaderXForwardedFor, echo.HeaderXRealIP, "Forwarded"} {
+		if r.Header.Get(h) != "" {
+			return false
 		}
 	}
-	ip := net.ParseIP(c.RealIP())
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 

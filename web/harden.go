@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/rand"
+	"errors"
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
@@ -153,23 +154,26 @@ func (s *server) csrfRefused(c *echo.Context, why string) error {
 	return &apiError{Status: http.StatusForbidden, Code: "CSRF", Message: why}
 }
 
-// plainText refuses, with 400 INVALID_INPUT before any handler runs, a
-// query or form value that is not valid UTF-8 or holds a NUL byte:
-// PostgreSQL cannot store either in a text column, and no field of ours
-// means them.
+// plainText refuses, with 400 INVALID_INPUT before the CSRF and role
+// checks and any handler, a path, query or form value that is not valid
+// UTF-8 or holds a NUL byte: PostgreSQL cannot store either in a text
+// column, and no field of ours means them. Forms are read whatever their
+// encoding (urlencoded or multipart, any letter case), as FormValue would.
 func (s *server) plainText(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
+		text := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
+		if !text(r.URL.Path) {
+			return invalidf("the path must be valid UTF-8 text without NUL bytes")
+		}
 		values := r.URL.Query()
 		if r.Method == http.MethodPost && !isAPI(r.URL.Path) { // the API reads JSON bodies only (readBody checks them)
-			if ct := r.Header.Get(echo.HeaderContentType); strings.HasPrefix(ct, echo.MIMEApplicationForm) {
-				if err := r.ParseForm(); err != nil {
-					return invalidf("could not read the form: %v", err)
-				}
-				values = r.Form
+			err := r.ParseMultipartForm(maxFormBody)
+			if err != nil && !errors.Is(err, http.ErrNotMultipart) {
+				return invalidf("could not read the form: %v", err)
 			}
+			values = r.Form
 		}
-		text := func(v string) bool { return utf8.ValidString(v) && !strings.ContainsRune(v, 0) }
 		for k, vs := range values {
 			ok := text(k)
 			for _, v := range vs {

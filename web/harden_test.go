@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"bytes"
+	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -255,10 +257,54 @@ func TestTrustedProxy(t *testing.T) {
 			t.Errorf("peer %s XFF %q: audited address %q, want %q", c.peer, c.xff, e.IP, c.want)
 		}
 	}
-	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
-	req.RemoteAddr = "10.1.2.3:5000"
-	req.Header.Set("X-Forwarded-For", "198.51.100.9")
-	if rec := b.as(nil).serve(req); rec.Code != http.StatusUnauthorized {
-		t.Errorf("/metrics for a remote client through the proxy = %d, want 401", rec.Code)
+	// /metrics: a forwarded request is never the loopback's, whatever the
+	// header says and whoever sent it.
+	for _, c := range []struct{ peer, header, value string }{
+		{"10.1.2.3:5000", "X-Forwarded-For", "198.51.100.9"},
+		{"10.1.2.3:5000", "X-Forwarded-For", "127.0.0.1"},
+		{"127.0.0.1:5000", "X-Real-IP", "198.51.100.9"},
+		{"127.0.0.1:5000", "Forwarded", "for=198.51.100.9"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+		req.RemoteAddr = c.peer
+		req.Header.Set(c.header, c.value)
+		if rec := b.as(nil).serve(req); rec.Code != http.StatusUnauthorized {
+			t.Errorf("/metrics from %s with %s: %s = %d, want 401", c.peer, c.header, c.value, rec.Code)
+		}
 	}
+}
+
+// Text PostgreSQL cannot store is refused with 400 before any check or
+// handler, however the form is encoded and wherever it sits, even in the
+// path of a route the sender may not use; nothing is written.
+func TestPlainTextEverywhere(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		viewer, err := b.signIn("cs-li", models.RoleViewer)
+		try(t, "viewer", err)
+		before := snapshot(t, b)
+		var multi bytes.Buffer
+		mw := multipart.NewWriter(&multi)
+		try(t, "field", mw.WriteField("name", "a\x00b"))
+		try(t, "field", mw.WriteField("password", "whatever it is"))
+		try(t, "close", mw.Close())
+		for _, c := range []struct {
+			name        string
+			path, ctype string
+			body        string
+		}{
+			{"multipart login", "/login", mw.FormDataContentType(), multi.String()},
+			{"form type in capitals", "/login", "Application/X-WWW-Form-Urlencoded", "name=a%00b&password=x"},
+			{"path of a route beyond the role", "/admin/users/%FF/disable", "application/x-www-form-urlencoded", ""},
+			{"NUL in the path", "/admin/users/1%00/disable", "application/x-www-form-urlencoded", ""},
+		} {
+			req := httptest.NewRequest(http.MethodPost, c.path, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", c.ctype)
+			rec := b.as(viewer).serve(req)
+			if rec.Code != http.StatusBadRequest {
+				t.Errorf("%s = %d, want 400\n%s", c.name, rec.Code, rec.Body)
+			}
+		}
+		before.sameExcept(t, snapshot(t, b), nil)
+	})
 }

@@ -55,7 +55,6 @@ type server struct {
 
 	sessions     models.SessionPolicy
 	metricsToken string
-	behindProxy  bool
 	gates        map[string]gate // by routeKey(method, route path)
 }
 
@@ -77,7 +76,7 @@ func New(d Deps) *echo.Echo {
 		sessions.Absolute = 12 * time.Hour
 	}
 	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		sessions: sessions, metricsToken: d.MetricsToken, behindProxy: len(d.TrustedProxies) > 0, gates: map[string]gate{}}
+		sessions: sessions, metricsToken: d.MetricsToken, gates: map[string]gate{}}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,
@@ -95,9 +94,10 @@ func New(d Deps) *echo.Echo {
 	}
 	e.Pre(s.harden)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	// Who is asking, then CSRF (which audits a refusal in their name), then
-	// whether their role passes the route's gate.
-	e.Use(s.authenticate, s.csrf, s.authorize, s.plainText)
+	// Who is asking, then storable text only, then CSRF (which audits a
+	// refusal in their name), then whether their role passes the route's
+	// gate.
+	e.Use(s.authenticate, s.plainText, s.csrf, s.authorize)
 	s.routes(e)
 	return e
 }
