@@ -2,9 +2,9 @@ package web
 
 import (
 	"crypto/rand"
-	"errors"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
