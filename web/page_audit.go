@@ -3,9 +3,9 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
@@ -41,23 +41,22 @@ func (s *server) auditPage(c *echo.Context) error {
 	}
 	// The action filter takes only actions the log holds: an allow-list.
 	if v.Action != "" {
-		known := false
-		for _, a := range actions {
-			known = known || a == v.Action
-		}
-		if known {
+		if slices.Contains(actions, v.Action) {
 			f.Action = v.Action
 		} else {
 			bad("audit.bad.action")
 		}
 	}
-	if f.From, err = parseDay(v.From, p.Loc); err != nil {
-		bad("audit.bad.date")
+	// From the start of "from" to the end of "to", the last day shown.
+	if v.From != "" {
+		if f.From, _, err = ledgerDay("from", v.From, p.Loc); err != nil {
+			bad("audit.bad.date")
+		}
 	}
-	if f.To, err = parseDay(v.To, p.Loc); err != nil {
-		bad("audit.bad.date")
-	} else if !f.To.IsZero() {
-		f.To = f.To.AddDate(0, 0, 1) // "to" is the last day shown
+	if v.To != "" {
+		if _, f.To, err = ledgerDay("to", v.To, p.Loc); err != nil {
+			bad("audit.bad.date")
+		}
 	}
 	if raw := c.QueryParam("before"); raw != "" {
 		if f.Before, err = strconv.ParseInt(raw, 10, 64); err != nil || f.Before <= 0 {
@@ -77,28 +76,14 @@ func (s *server) auditPage(c *echo.Context) error {
 			Target: e.Target, TargetURL: auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
 			IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent})
 	}
-	q := url.Values{}
-	for k, val := range map[string]string{"actor": v.Actor, "action": v.Action, "target": v.Target, "from": v.From, "to": v.To} {
-		if val != "" {
-			q.Set(k, val)
-		}
-	}
+	filter := []string{"actor", v.Actor, "action", v.Action, "target", v.Target, "from", v.From, "to", v.To}
 	if f.Before != 0 {
-		v.FirstURL = "/audit?" + q.Encode()
+		v.FirstURL = views.Query("/audit", filter...)
 	}
 	if next != 0 {
-		q.Set("before", strconv.FormatInt(next, 10))
-		v.NextURL = "/audit?" + q.Encode()
+		v.NextURL = views.Query("/audit", append(filter, "before", strconv.FormatInt(next, 10))...)
 	}
 	return render(c, status, views.AuditPage(p, v))
-}
-
-// parseDay reads a YYYY-MM-DD day as its midnight in loc; "" is no day.
-func parseDay(s string, loc *time.Location) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	return time.ParseInLocation(time.DateOnly, s, loc)
 }
 
 // auditTargetURL links an audit target to its page, when it has one that
