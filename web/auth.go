@@ -206,15 +206,19 @@ func (s *server) unauthenticated(c *echo.Context) error {
 
 // deny refuses a principal whose role is below the gate's, and audits it.
 func (s *server) deny(c *echo.Context, p *principal, g gate) error {
-	r := c.Request()
-	err := s.store.RecordAudit(r.Context(), models.AuditEntry{Actor: p.Name, Action: "denied",
-		Target: "route:" + r.Method + " " + r.URL.Path, Outcome: "denied",
-		Detail: fmt.Sprintf("needs %s, has %s", g, p.Role)})
-	if err != nil {
+	if err := s.auditDenied(c, p, fmt.Sprintf("needs %s, has %s", g, p.Role)); err != nil {
 		return err
 	}
 	return &apiError{Status: http.StatusForbidden, Code: "FORBIDDEN",
 		Message: fmt.Sprintf("your role %s may not do this; it needs %s", p.Role, g)}
+}
+
+// auditDenied records that p's request was refused before its handler, and
+// why.
+func (s *server) auditDenied(c *echo.Context, p *principal, why string) error {
+	r := c.Request()
+	return s.store.RecordAudit(r.Context(), models.AuditEntry{Actor: p.Name, Action: "denied",
+		Target: "route:" + r.Method + " " + r.URL.Path, Outcome: "denied", Detail: why})
 }
 
 // metricsAllowed lets the loopback read /metrics, and anyone else holding

@@ -13,7 +13,6 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"unhold/models"
 )
 
 // maxFormBody is the largest request body any route reads; the API's JSON
@@ -143,11 +142,8 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 // csrfRefused answers 403 CSRF and audits the refusal when someone is
 // signed in (an anonymous cross-site POST is noise, not an action).
 func (s *server) csrfRefused(c *echo.Context, why string) error {
-	r := c.Request()
 	if p := principalOf(c); p != nil {
-		err := s.store.RecordAudit(r.Context(), models.AuditEntry{Actor: p.Name, Action: "denied",
-			Target: "route:" + r.Method + " " + r.URL.Path, Outcome: "denied", Detail: "csrf: " + why})
-		if err != nil {
+		if err := s.auditDenied(c, p, "csrf: "+why); err != nil {
 			return err
 		}
 	}
