@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
-
 )
 
 // maxFormBody is the largest request body any route reads; the API's JSON
