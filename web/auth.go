@@ -247,13 +247,11 @@ func (s *server) metricsAllowed(c *echo.Context) bool {
 // setSessionCookie hands the browser a session token: HttpOnly, SameSite
 // Lax, Secure over HTTPS, for at most the session's absolute lifetime.
 func (s *server) setSessionCookie(c *echo.Context, token string) {
-	c.SetCookie(&http.Cookie{Name: cookieSession, Value: token, Path: "/", MaxAge: int(s.sessions.Absolute.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+	c.SetCookie(siteCookie(c, cookieSession, token, int(s.sessions.Absolute.Seconds())))
 }
 
 func (s *server) clearSessionCookie(c *echo.Context) {
-	c.SetCookie(&http.Cookie{Name: cookieSession, Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+	c.SetCookie(siteCookie(c, cookieSession, "", -1))
 }
 
 func routeKey(method, path string) string { return method + " " + path }

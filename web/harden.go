@@ -110,8 +110,7 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		fresh := token == ""
 		if fresh {
 			token = randomToken(32)
-			c.SetCookie(&http.Cookie{Name: cookieCSRF, Value: token, Path: "/", HttpOnly: true,
-				SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+			setCSRFCookie(c, token)
 		}
 		c.Set(ctxCSRF, token)
 		switch r.Method {
@@ -181,6 +180,10 @@ func (s *server) plainText(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// setCSRFCookie hands the browser the CSRF token for the rest of its
+// session.
+func setCSRFCookie(c *echo.Context, token string) { c.SetCookie(siteCookie(c, cookieCSRF, token, 0)) }
 
 // csrfToken is the token this request's forms carry.
 func csrfToken(c *echo.Context) string {

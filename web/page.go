@@ -42,8 +42,7 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 		if v, err := url.QueryUnescape(ck.Value); err == nil && len(v) > 2 {
 			p.Flash = &views.Flash{OK: v[0] == '1', Text: v[2:]}
 		}
-		c.SetCookie(&http.Cookie{Name: cookieFlash, Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode,
-			Secure: c.Scheme() == "https"})
+		c.SetCookie(siteCookie(c, cookieFlash, "", -1))
 	}
 	return p
 }
@@ -65,9 +64,16 @@ func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {
 	if ok {
 		v = "1|" + text
 	}
-	c.SetCookie(&http.Cookie{Name: cookieFlash, Value: url.QueryEscape(v), Path: "/", MaxAge: 60, HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+	c.SetCookie(siteCookie(c, cookieFlash, url.QueryEscape(v), 60))
 	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// siteCookie is a cookie of this site: path /, HttpOnly, SameSite=Lax, and
+// Secure when the request came over HTTPS. maxAge 0 lasts the browser's
+// session; below 0 deletes the cookie.
+func siteCookie(c *echo.Context, name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"}
 }
 
 // localPath keeps a redirect target on this site: a path of ours, with no
@@ -91,8 +97,9 @@ func localPath(to string) string {
 // setLang remembers the chosen language and goes back where the viewer was.
 func (s *server) setLang(c *echo.Context) error {
 	lang := views.ParseLang(c.QueryParam("to"))
-	c.SetCookie(&http.Cookie{Name: cookieLang, Value: string(lang), Path: "/", MaxAge: 365 * 24 * 3600,
-		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+	ck := siteCookie(c, cookieLang, string(lang), 365*24*3600)
+	ck.HttpOnly = false // a preference, not a secret
+	c.SetCookie(ck)
 	return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("back")))
 }
 

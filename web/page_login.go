@@ -73,8 +73,7 @@ func (s *server) loginSubmit(c *echo.Context) error {
 	}
 	s.setSessionCookie(c, token)
 	// A new identity gets a new CSRF token too.
-	c.SetCookie(&http.Cookie{Name: cookieCSRF, Value: randomToken(32), Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"})
+	setCSRFCookie(c, randomToken(32))
 	return c.Redirect(http.StatusSeeOther, v.Next)
 }
 
