@@ -49,6 +49,10 @@ var errBadHash = errors.New("malformed argon2id password hash")
 // takes as long as one for a real name.
 const dummyHash = "$argon2id$v=19$m=19456,t=2,p=1$aXlC5UpMU6PlIiY1TJ74rw$vzq5fG0n7C1NuB4ftwWpnd+X8Lhcn44hu8NEhSG4y0A"
 
+// NewPassword makes up a password for someone to change later: 18 random
+// bytes, 24 characters of base64url.
+func NewPassword() string { return randomSecret(18) }
+
 // ValidPassword accepts a new password: at least MinPasswordLen characters
 // and at most MaxPasswordLen bytes.
 func ValidPassword(pw string) error {

@@ -52,7 +52,7 @@ func (s *server) userCreate(c *echo.Context) error {
 	}
 	generated := password == ""
 	if generated {
-		password = newPassword()
+		password = models.NewPassword()
 	}
 	u, err := s.store.CreateUser(c.Request().Context(), name, role, password, actor(c))
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *server) userReset(c *echo.Context) error {
 	password := c.FormValue("password")
 	generated := password == ""
 	if generated {
-		password = newPassword()
+		password = models.NewPassword()
 	}
 	if err := s.store.ResetPassword(c.Request().Context(), u.ID, password, actor(c)); err != nil {
 		return s.refusal(c, "/admin/users", "user_reset_password", "user:"+u.Name, err)
@@ -205,6 +205,3 @@ func roleNames() []string {
 	}
 	return out
 }
-
-// newPassword makes up a password: 18 random bytes, 24 characters.
-func newPassword() string { return randomToken(18) }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -58,9 +56,7 @@ func demoUsers(ctx context.Context, s *models.Store, out io.Writer) error {
 		name string
 		role models.Role
 	}{{"admin", models.RoleAdmin}, {"ops", models.RoleOperator}, {"cs", models.RoleViewer}} {
-		b := make([]byte, 12)
-		_, _ = crand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-		pw := base64.RawURLEncoding.EncodeToString(b)
+		pw := models.NewPassword()
 		if _, err := s.CreateUser(ctx, d.name, d.role, pw, "demo"); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
