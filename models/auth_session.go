@@ -78,15 +78,22 @@ var errLoginMoved = errors.New("user changed during login")
 func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error) {
 	typed := truncUTF8(r.Name, 4*MaxNameLen)
 	ua := truncUTF8(r.UserAgent, maxUserAgentLen)
-	shown := unknownName
+	// Read once, here: the audit rows name the user only when there is one,
+	// and the password check needs them. openSession goes on only while the
+	// row is still as read.
+	var u *User
 	if ValidUserName(r.Name) == nil { // no other name can exist
-		_, err := s.UserByName(ctx, r.Name)
+		found, err := s.UserByName(ctx, r.Name)
 		switch {
 		case err == nil:
-			shown = typed
+			u = found
 		case !errors.Is(err, ErrNotFound):
 			return "", nil, fmt.Errorf("login: %w", err)
 		}
+	}
+	shown := unknownName
+	if u != nil {
+		shown = typed
 	}
 	audit := func(outcome, detail string) *AuditEntry {
 		return &AuditEntry{Actor: shown, Action: "login", Target: userTarget(shown), Outcome: outcome, Detail: detail,
@@ -96,7 +103,7 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 		return "", nil, fmt.Errorf("login %s: %w", typed, err)
 	}
 
-	u, why, err := s.checkPassword(ctx, r.Name, r.Password)
+	why, err := s.checkPassword(ctx, u, r.Password)
 	if err != nil {
 		return "", nil, fmt.Errorf("login %s: %w", typed, err)
 	}
@@ -123,39 +130,33 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 // list offline. (The throttle still counts per name as typed.)
 const unknownName = "unknown"
 
-// checkPassword reads the user name and verifies pw, outside any
-// transaction. why is "" when the user may sign in, and otherwise says why
-// not, for the audit row. Every way of failing takes one hash's time but
-// an overlong password, which no account can have.
-func (s *Store) checkPassword(ctx context.Context, name, pw string) (u *User, why string, err error) {
-	if ValidUserName(name) == nil { // no other name can exist
-		u, err = s.UserByName(ctx, name)
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return nil, "", err
-		}
-	}
+// checkPassword verifies pw for the user u (nil: no such user), outside
+// any transaction. why is "" when the user may sign in, and otherwise says
+// why not, for the audit row. Every way of failing takes one hash's time
+// but an overlong password, which no account can have.
+func (s *Store) checkPassword(ctx context.Context, u *User, pw string) (why string, err error) {
 	switch {
 	case len(pw) > MaxPasswordLen:
-		return u, "password too long", nil
+		return "password too long", nil
 	case u == nil:
 		if _, err := s.verifyPassword(ctx, dummyHash, pw); err != nil && ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return "", ctx.Err()
 		}
-		return nil, "no such user", nil
+		return "no such user", nil
 	}
 	ok, err := s.verifyPassword(ctx, u.PasswordHash, pw)
 	switch {
 	case ctx.Err() != nil:
-		return nil, "", ctx.Err()
+		return "", ctx.Err()
 	case err != nil:
 		s.log.Error("login: stored password hash unreadable", slog.String("user", u.Name), slog.Any("err", err))
-		return u, "stored password hash unreadable", nil
+		return "stored password hash unreadable", nil
 	case u.Disabled:
-		return u, "user disabled", nil
+		return "user disabled", nil
 	case !ok:
-		return u, "wrong password", nil
+		return "wrong password", nil
 	}
-	return u, "", nil
+	return "", nil
 }
 
 // openSession settles a successful login in one transaction: the account's
