@@ -2,9 +2,7 @@ package web
 
 import (
 	"errors"
-	"math"
 	"net/http"
-	"strconv"
 
 	"github.com/labstack/echo/v5"
 
@@ -35,7 +33,7 @@ func (s *server) passwordSubmit(c *echo.Context) error {
 			return redirectWithFlash(c, "/", true, flashPage(c).T("password.changed"))
 		case errors.As(err, &throttled):
 			status, v.Error = http.StatusTooManyRequests, "LOGIN_THROTTLED"
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(throttled.RetryAfter.Seconds()))))
+			setRetryAfter(c, throttled.RetryAfter)
 		case errors.Is(err, models.ErrBadCredentials):
 			v.Error = "BAD_CREDENTIALS"
 		case errors.Is(err, models.ErrInvalid):

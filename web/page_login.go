@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -56,7 +57,7 @@ func (s *server) loginSubmit(c *echo.Context) error {
 			status, v.Error = http.StatusTooManyRequests, "LOGIN_THROTTLED"
 			minutes := int(math.Ceil(te.RetryAfter.Minutes()))
 			v.RetryAfter = retryWords(p.Lang, max(minutes, 1))
-			c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(te.RetryAfter.Seconds()))))
+			setRetryAfter(c, te.RetryAfter)
 		case errors.Is(err, models.ErrBadCredentials):
 			v.Error = "BAD_CREDENTIALS"
 		case errors.Is(err, models.ErrInvalid):
@@ -95,6 +96,12 @@ func nextPath(next string) string {
 		return "/"
 	}
 	return next
+}
+
+// setRetryAfter tells a throttled client when to try again, in whole
+// seconds rounded up.
+func setRetryAfter(c *echo.Context, d time.Duration) {
+	c.Response().Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(d.Seconds()))))
 }
 
 // retryWords says "3 分钟" or "3 min".
