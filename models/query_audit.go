@@ -58,18 +58,9 @@ func (f AuditFilter) where(d Dialect) (string, []any) {
 	if f.Action != "" {
 		conds, args = append(conds, "action = ?"), append(args, f.Action)
 	}
-	if f.Target != "" {
-		// As in ListSKUs: SQLite compares text byte by byte, so a prefix is
-		// a range of the (target, id) index, and exact where its LIKE would
-		// ignore ASCII case; PostgreSQL's LIKE is exact.
-		if d == SQLite {
-			conds, args = append(conds, "target >= ?"), append(args, f.Target)
-			if hi, ok := prefixEnd(f.Target); ok {
-				conds, args = append(conds, "target < ?"), append(args, hi)
-			}
-		} else {
-			conds, args = append(conds, `(target = ? OR target LIKE ? ESCAPE '\')`), append(args, f.Target, likePrefix(f.Target))
-		}
+	if f.Target != "" { // on SQLite a range of the (target, id) index
+		cond, a := prefixCond(d, "target", f.Target)
+		conds, args = append(conds, cond), append(args, a...)
 	}
 	if !f.From.IsZero() {
 		conds, args = append(conds, "created_at >= ?"), append(args, f.From.UTC())

@@ -71,17 +71,8 @@ func (s *Store) ListSKUs(ctx context.Context, q SKUQuery) (SKUPage, error) {
 		db = db.Where("sku_id > ?", q.After)
 	}
 	if q.Prefix != "" {
-		// SQLite compares text byte by byte, so a prefix is a range of the
-		// primary key. PostgreSQL's order depends on the collation, where a
-		// range is not a prefix; LIKE is exact there.
-		if s.Dialect == SQLite {
-			db = db.Where("sku_id >= ?", q.Prefix)
-			if hi, ok := prefixEnd(q.Prefix); ok {
-				db = db.Where("sku_id < ?", hi)
-			}
-		} else {
-			db = db.Where(`sku_id LIKE ? ESCAPE '\'`, likePrefix(q.Prefix))
-		}
+		cond, args := prefixCond(s.Dialect, "sku_id", q.Prefix)
+		db = db.Where(cond, args...)
 	}
 	var skus []SKU
 	if err := db.Order("sku_id").Limit(limit + 1).Find(&skus).Error; err != nil {
@@ -149,6 +140,21 @@ func (s *Store) skuStatuses(db *gorm.DB, skus []SKU) ([]SKUStatus, error) {
 		out[i] = SKUStatus{SKU: k, PendingHeld: pending[key].Q, TaskHeld: tasks[key].Q, Adjusted: adjusted[k.SkuID]}
 	}
 	return out, nil
+}
+
+// prefixCond is the condition that column (a name in our code, never user
+// text) starts with p. SQLite compares text byte by byte, so there it is a
+// range of an index on the column, and exact where SQLite's LIKE would
+// ignore ASCII case. PostgreSQL's order depends on the collation, where a
+// range is not a prefix; its LIKE is exact.
+func prefixCond(d Dialect, column, p string) (string, []any) {
+	if d != SQLite {
+		return column + ` LIKE ? ESCAPE '\'`, []any{likePrefix(p)}
+	}
+	if hi, ok := prefixEnd(p); ok {
+		return column + " >= ? AND " + column + " < ?", []any{p, hi}
+	}
+	return column + " >= ?", []any{p}
 }
 
 // prefixEnd is the smallest string above every string that starts with p,
