@@ -3,6 +3,7 @@ package models_test
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -178,4 +179,120 @@ func TestReadsIgnoreWritesBetweenStatements(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadFor bounds the load test on each engine.
+const loadFor = 3 * time.Second
+
+// While orders are placed, closed and released, a correct shop reconciles:
+// every reconciliation run, every ReconcileKeys and every chain read finds
+// no diff, and no ticket is opened.
+func TestReconciliationUnderLoad(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		skus := []string{"sku-1", "sku-2", "sku-3"}
+		keys := []models.ResourceKey{{Type: models.ResBalance, Key: "u1"}}
+		for _, sku := range skus {
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 1_000_000, 0, "test"); return err })
+			keys = append(keys, models.ResourceKey{Type: models.ResInventory, Key: sku})
+		}
+		must(t, func() error {
+			_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, 1_000_000_000, "test")
+			return err
+		})
+
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var errMu sync.Mutex
+		var loadErr error
+		var last atomic.Value
+		var placed atomic.Int64
+		last.Store("")
+		for w := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := func() error {
+					worker := fmt.Sprintf("w%d", w)
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return nil
+						default:
+						}
+						no := fmt.Sprintf("%s-%d", worker, i)
+						_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: "u1",
+							Items:  []models.Item{{SkuID: skus[i%len(skus)], Qty: int64(1 + i%3)}},
+							Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: int64(1 + i%5)}}})
+						if err != nil {
+							return err
+						}
+						last.Store(no)
+						placed.Add(1)
+						// One order in four stays PENDING.
+						if i%4 == 3 {
+							continue
+						}
+						if _, err := b.s.CloseOrder(b.ctx, no, models.TriggerUserCancel, "user:u1"); err != nil {
+							return err
+						}
+						if _, err := b.drainErr(worker); err != nil {
+							return err
+						}
+					}
+				}()
+				if err != nil {
+					errMu.Lock()
+					loadErr = errors.Join(loadErr, err)
+					errMu.Unlock()
+				}
+			}()
+		}
+
+		var runs, runsWithDiffs, keyReads, keyReadsWithDiffs, chains, chainsWithDiffs int
+		for end := time.Now().Add(loadFor); time.Now().Before(end); {
+			run, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs++
+			if run.Found > 0 {
+				runsWithDiffs++
+			}
+			diffs, err := b.s.ReconcileKeys(b.ctx, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keyReads++
+			if len(diffs) > 0 {
+				keyReadsWithDiffs++
+			}
+			if no := last.Load().(string); no != "" {
+				_, diffs, err := b.s.OrderChainReconciled(b.ctx, no)
+				if err != nil {
+					t.Fatal(err)
+				}
+				chains++
+				if len(diffs) > 0 {
+					chainsWithDiffs++
+				}
+			}
+		}
+		close(stop)
+		wg.Wait()
+		if loadErr != nil {
+			t.Fatal(loadErr)
+		}
+		t.Logf("%s, %d orders placed: diffs in %d of %d runs, %d of %d ReconcileKeys, %d of %d chains",
+			b.s.Dialect, placed.Load(), runsWithDiffs, runs, keyReadsWithDiffs, keyReads, chainsWithDiffs, chains)
+		if runsWithDiffs+keyReadsWithDiffs+chainsWithDiffs > 0 || runs == 0 {
+			t.Errorf("phantom diffs on a correct shop")
+		}
+		tickets, err := b.s.ListDiffs(b.ctx, models.DiffFilter{})
+		if err != nil || len(tickets) != 0 {
+			t.Fatalf("tickets %+v, %v; want none", tickets, err)
+		}
+		if diffs, err := b.s.Reconcile(b.ctx); err != nil || len(diffs) != 0 {
+			t.Fatalf("reconcile after = %+v, %v; want none", diffs, err)
+		}
+	})
 }
