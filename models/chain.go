@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+
+	"gorm.io/gorm"
 )
 
 // Chain is everything about one order's holds and their release: the order,
@@ -23,11 +25,54 @@ type ChainTask struct {
 	AttemptLog []TaskAttempt `json:"attempt_log"`
 }
 
-// OrderChain reads one order's whole release chain.
+// OrderChain reads one order's whole release chain, in one snapshot.
 func (s *Store) OrderChain(ctx context.Context, orderNo string) (*Chain, error) {
-	db := s.R.WithContext(ctx)
+	var c *Chain
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		c, err = s.orderChain(tx, orderNo)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// OrderChainReconciled reads one order's chain and ReconcileKeys's answer
+// for every key it holds from the same snapshot, so the page never shows a
+// chain from one moment beside a "does it reconcile" from another.
+func (s *Store) OrderChainReconciled(ctx context.Context, orderNo string) (*Chain, []Diff, error) {
+	var c *Chain
+	var diffs []Diff
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		if c, err = s.orderChain(tx, orderNo); err != nil {
+			return err
+		}
+		if err := s.betweenReads(); err != nil {
+			return err
+		}
+		keys := make([]ResourceKey, 0, len(c.Holds))
+		for _, h := range c.Holds {
+			keys = append(keys, ResourceKey{Type: h.ResourceType, Key: h.BizKey})
+		}
+		diffs, err = s.reconcileKeys(tx, keys)
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, diffs, nil
+}
+
+// orderChain reads the chain inside tx.
+func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	c := &Chain{}
 	if err := take(db.Where("order_no = ?", orderNo), &c.Order, "order "+orderNo); err != nil {
+		return nil, err
+	}
+	if err := s.betweenReads(); err != nil {
 		return nil, err
 	}
 	if err := db.Where("order_no = ?", orderNo).Order("resource_type, biz_key").Find(&c.Holds).Error; err != nil {
@@ -68,15 +113,33 @@ func (s *Store) OrderChain(ctx context.Context, orderNo string) (*Chain, error) 
 	return c, nil
 }
 
-// Reconcile runs every resource's reconciliation.
+// Reconcile runs every resource's reconciliation, in one snapshot.
 func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 	var all []Diff
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		all, err = s.reconcile(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// reconcile runs every resource's reconciliation inside tx, sorted by
+// resource, key and check.
+func (s *Store) reconcile(ctx context.Context, tx *gorm.DB) ([]Diff, error) {
+	var all []Diff
 	for _, t := range ResourceTypes {
-		d, err := s.resources[t].Reconcile(ctx, s.R)
+		d, err := s.resources[t].Reconcile(ctx, tx)
 		if err != nil {
 			return nil, err
 		}
 		all = append(all, d...)
+		if err := s.betweenReads(); err != nil {
+			return nil, err
+		}
 	}
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].Resource != all[j].Resource {

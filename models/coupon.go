@@ -162,6 +162,9 @@ func (c *couponResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, er
 	if err != nil {
 		return nil, err
 	}
+	if err := c.s.betweenReads(); err != nil {
+		return nil, err
+	}
 	more, err := reconcileStates(ctx, db, ResCoupon,
 		`SELECT CAST(c.id AS TEXT) AS k FROM user_coupons c LEFT JOIN orders o ON o.order_no = c.order_no
 			WHERE c.status = 'USED' AND (o.status IS NULL OR o.status <> 'PAID')`,

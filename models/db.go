@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -30,15 +31,19 @@ const (
 //go:embed migrations
 var migrations embed.FS
 
-// FaultFunc is called at named points inside a release transaction; a
-// non-nil error (or a panic) there aborts the transaction as a real failure
-// at that point would. It exists for failure drills and tests.
+// FaultFunc is called at named points inside a transaction; a non-nil
+// error (or a panic) there aborts the transaction as a real failure at that
+// point would. It exists for failure drills and tests.
 type FaultFunc func(point string, t *ReleaseTask) error
 
 // Fault points.
 const (
 	FaultAfterLedger = "release.after_ledger"
 	FaultBeforeClaim = "release.before_claim"
+	// FaultBetweenReads is passed, with a nil task, between the statements
+	// of a snapshot read (a reconciliation, ReconcileKeys, the order chain):
+	// whatever a test commits there must not show in that read.
+	FaultBetweenReads = "read.between_statements"
 )
 
 // Options tune a Store. The zero value is the production default.
@@ -234,6 +239,28 @@ func (s *Store) forUpdate() string {
 		return " FOR UPDATE"
 	}
 	return ""
+}
+
+// readSnapshot runs fn in one read-only transaction, so all its statements
+// see the database as of one moment and a release committed between two of
+// them shows in neither. PostgreSQL needs REPEATABLE READ for that (READ
+// COMMITTED takes a new snapshot per statement). SQLite in WAL mode keeps a
+// read transaction's snapshot from its first read to its end; its driver
+// refuses any TxOptions, and the read pool is query_only anyway.
+func (s *Store) readSnapshot(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	if s.Dialect == Postgres {
+		return s.R.WithContext(ctx).Transaction(fn, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
+	}
+	return s.R.WithContext(ctx).Transaction(fn)
+}
+
+// betweenReads is the FaultBetweenReads point; without faults it costs a
+// nil check.
+func (s *Store) betweenReads() error {
+	if s.faults == nil {
+		return nil
+	}
+	return s.faults(FaultBetweenReads, nil)
 }
 
 // write runs fn in one write transaction.

@@ -129,7 +129,23 @@ type keyTotals struct {
 // whole big shop. The checks that read a key's whole ledger (LEDGER_*,
 // LEDGER_STATUS, USED_UNPAID) are left to the reconciliation runs, whose
 // tickets say what they found. Diffs come sorted by resource, key and check.
+// Holds, tasks and resource rows are read in one snapshot, so a release
+// committed meanwhile is never taken for a diff.
 func (s *Store) ReconcileKeys(ctx context.Context, keys []ResourceKey) ([]Diff, error) {
+	var diffs []Diff
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		diffs, err = s.reconcileKeys(tx, keys)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return diffs, nil
+}
+
+// reconcileKeys is ReconcileKeys inside db, one snapshot read.
+func (s *Store) reconcileKeys(db *gorm.DB, keys []ResourceKey) ([]Diff, error) {
 	byType := map[ResourceType][]string{}
 	seen := map[ResourceKey]bool{}
 	for _, k := range keys {
@@ -148,9 +164,11 @@ func (s *Store) ReconcileKeys(ctx context.Context, keys []ResourceKey) ([]Diff, 
 		types = append(types, t)
 		all = append(all, ks...)
 	}
-	db := s.R.WithContext(ctx)
 	pending, tasks, err := s.expectedHeld(db, types, all)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.betweenReads(); err != nil {
 		return nil, err
 	}
 	var diffs []Diff
@@ -209,6 +227,9 @@ func (s *Store) expectedHeld(db *gorm.DB, types []ResourceType, keys []string) (
 		GROUP BY h.resource_type, h.biz_key`, types, keys).Scan(&prow).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("reconcile keys: pending holds: %w", err)
+	}
+	if err := s.betweenReads(); err != nil {
+		return nil, nil, err
 	}
 	err = db.Raw(`SELECT resource_type, biz_key, SUM(qty) AS q, COUNT(*) AS n FROM release_tasks
 		WHERE resource_type IN ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')

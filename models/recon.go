@@ -106,9 +106,20 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 		}
 		return nil, fmt.Errorf("start reconciliation: %w", err)
 	}
-	found, err := s.Reconcile(ctx)
+	// The diffs and the orders named beside them come from one snapshot, so
+	// a ticket never names orders from after the diff it describes.
+	var found []Diff
+	var orders map[string]string
+	err = s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		if found, err = s.reconcile(ctx, tx); err != nil {
+			return err
+		}
+		orders, err = s.diffOrders(tx, found)
+		return err
+	})
 	if err == nil {
-		err = s.recordDiffs(ctx, run, found)
+		err = s.recordDiffs(ctx, run, found, orders)
 	}
 	if err != nil {
 		now := s.Now()
@@ -123,11 +134,7 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 	return run, nil
 }
 
-func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff) error {
-	orders, err := s.diffOrders(ctx, found)
-	if err != nil {
-		return err
-	}
+func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
 		for _, d := range found {
@@ -170,8 +177,8 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff) er
 }
 
 // diffOrders names, per resource key with a diff, the orders that hold it
-// now: PENDING orders and orders with unfinished release tasks.
-func (s *Store) diffOrders(ctx context.Context, found []Diff) (map[string]string, error) {
+// in db's snapshot: PENDING orders and orders with unfinished release tasks.
+func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error) {
 	keys := map[ResourceType][]string{}
 	for _, d := range found {
 		keys[d.Resource] = append(keys[d.Resource], d.Key)
@@ -180,7 +187,7 @@ func (s *Store) diffOrders(ctx context.Context, found []Diff) (map[string]string
 	for t, ks := range keys {
 		type row struct{ BizKey, OrderNo string }
 		var rows []row
-		err := s.R.WithContext(ctx).Raw(`SELECT h.biz_key, h.order_no FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+		err := db.Raw(`SELECT h.biz_key, h.order_no FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 			WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING'
 			UNION
 			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')`,

@@ -239,6 +239,9 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 	for i := range rows {
 		rows[i].Cur = counterRow{Avail: rows[i].Avail, Held: rows[i].Held, Spent: rows[i].Spent}
 	}
+	if err := c.s.betweenReads(); err != nil {
+		return nil, err
+	}
 	sums, err := c.ledgerSums(ctx, db)
 	if err != nil {
 		return nil, err

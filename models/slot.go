@@ -109,6 +109,9 @@ func (r *slotResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, erro
 	if err != nil {
 		return nil, err
 	}
+	if err := r.s.betweenReads(); err != nil {
+		return nil, err
+	}
 	more, err := reconcileStates(ctx, db, ResSlot,
 		`SELECT s.slot_id AS k FROM slot_holds s LEFT JOIN orders o ON o.order_no = s.order_no
 			WHERE s.status = 'SOLD' AND (o.status IS NULL OR o.status <> 'PAID')`,

@@ -134,18 +134,9 @@ func (s *server) orderChain(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
-	ch, err := s.store.OrderChain(ctx, no)
+	ch, diffs, err := s.store.OrderChainReconciled(c.Request().Context(), no)
 	if err != nil {
 		return s.orderNotFound(c, no, err)
-	}
-	keys := make([]models.ResourceKey, 0, len(ch.Holds))
-	for _, h := range ch.Holds {
-		keys = append(keys, models.ResourceKey{Type: h.ResourceType, Key: h.BizKey})
-	}
-	diffs, err := s.store.ReconcileKeys(ctx, keys)
-	if err != nil {
-		return err
 	}
 	v := chainView(ch, diffs)
 	v.Print = c.QueryParam("print") != ""

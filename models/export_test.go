@@ -1,0 +1,4 @@
+package models
+
+// ReadSnapshot lets the tests look inside a snapshot read.
+var ReadSnapshot = (*Store).readSnapshot
