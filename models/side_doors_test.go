@@ -92,7 +92,7 @@ func rowState(t *testing.T, db *sql.DB, table string) [3]int64 {
 	t.Helper()
 	var st [3]int64
 	must(t, func() error {
-		return db.QueryRow("SELECT COUNT(*), MIN(id), MAX(id) FROM " + table).Scan(&st[0], &st[1], &st[2])
+		return db.QueryRow("SELECT COUNT(*), MIN(id), MAX(id) FROM "+table).Scan(&st[0], &st[1], &st[2])
 	})
 	return st
 }
