@@ -185,8 +185,10 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 		return ae.Status, errorDetail{Code: ae.Code, Message: ae.Message}
 	}
 	if models.IsBusy(err) {
-		// Another writer held the database past the busy timeout: nothing
-		// was done, and the same request a moment later may pass.
+		// The database was too busy to answer (another process held
+		// SQLite's write lock past the busy timeout, or PostgreSQL gave up
+		// on a lock): the transaction that met it rolled back, and the
+		// same request a moment later may pass.
 		s.log.WarnContext(c.Request().Context(), "database busy", s.requestAttrs(c, err)...)
 		setRetryAfter(c, busyRetryAfter)
 		return http.StatusServiceUnavailable, errorDetail{Code: "BUSY", Message: "the database is busy; try again shortly"}
