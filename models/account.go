@@ -1,5 +1,13 @@
 package models
 
+// MaxBalance is the most an account may hold of one asset, available,
+// frozen and spent together, in the asset's smallest unit (10^15 fen is ten
+// trillion yuan). Credit refuses a credit that would pass it, and a CHECK
+// on accounts holds each column to it whatever writes the row. Lock, deduct
+// and release only move amounts between the columns, so the total never
+// grows but by a credit, and no column can pass the bound or overflow.
+const MaxBalance = 1_000_000_000_000_000
+
 // accountResource is one asset of user accounts: available → frozen → spent.
 // Balance and points are two instances; the key is the user id.
 func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *counter {
@@ -8,5 +16,6 @@ func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *count
 		fixedCol: "asset", fixedVal: string(asset),
 		avail: "available", held: "frozen", spent: "spent",
 		short: short, missing: short,
+		maxTotal: MaxBalance, overflow: ErrBalanceOverflow,
 	}
 }

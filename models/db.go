@@ -54,7 +54,16 @@ type Options struct {
 	Logger    *slog.Logger
 	ReadConns int
 	Throttle  ThrottlePolicy // login throttling; zero fields are the defaults
+	// BusyTimeout is how long a SQLite statement waits for another
+	// connection's write lock before it fails as busy; zero is
+	// DefaultBusyTimeout.
+	BusyTimeout time.Duration
 }
+
+// DefaultBusyTimeout is how long a SQLite statement waits for the write
+// lock unless Options say otherwise. A request still waiting then is
+// answered 503 BUSY (IsBusy).
+const DefaultBusyTimeout = 10 * time.Second
 
 // Store is the domain's handle on the database. On SQLite, writes go through
 // one connection (W) and reads through a small pool (R), so readers never
@@ -79,11 +88,11 @@ func IsPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// SQLiteDSN turns a file path into the DSN unhold opens it with: WAL, a busy
-// timeout, foreign keys, and immediate write transactions.
-func SQLiteDSN(path string, readOnly bool) string {
+// SQLiteDSN turns a file path into the DSN unhold opens it with: WAL, the
+// busy timeout, foreign keys, and immediate write transactions.
+func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 	q := url.Values{}
-	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
@@ -112,6 +121,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	busy := opt.BusyTimeout
+	if busy <= 0 {
+		busy = DefaultBusyTimeout
+	}
 	cfg := &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
@@ -133,7 +146,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	} else {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
-		w, err := gorm.Open(sqlite.Open(SQLiteDSN(path, false)), cfg)
+		w, err := gorm.Open(sqlite.Open(SQLiteDSN(path, false, busy)), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
@@ -146,7 +159,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err := wdb.PingContext(ctx); err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		r, err := gorm.Open(sqlite.Open(SQLiteDSN(path, true)), cfg)
+		r, err := gorm.Open(sqlite.Open(SQLiteDSN(path, true, busy)), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}

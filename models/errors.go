@@ -34,6 +34,7 @@ var (
 	ErrOrderNotPayable   = &Error{"ORDER_NOT_PAYABLE", "order cannot be paid"}
 	ErrNothingToRerun    = &Error{"NOTHING_TO_RERUN", "no RETRY or MANUAL task to rerun"}
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
+	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 )
 
 // Sentinel errors of accounts, sessions and API tokens.
@@ -71,11 +72,12 @@ func classOf(err error) (ErrorClass, bool) {
 	if errors.As(err, &te) {
 		return te.Class, true
 	}
+	if IsBusy(err) {
+		return ClassDBBusy, true
+	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
 		switch {
-		case pg.Code == "40001" || pg.Code == "40P01" || pg.Code == "55P03":
-			return ClassDBBusy, true
 		case pg.Code == "57014":
 			return ClassTimeout, true
 		case strings.HasPrefix(pg.Code, "08") || strings.HasPrefix(pg.Code, "57P"):
@@ -85,16 +87,32 @@ func classOf(err error) (ErrorClass, bool) {
 	}
 	var lite *sqlite.Error
 	if errors.As(err, &lite) {
-		switch lite.Code() & 0xff {
-		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
-			return ClassDBBusy, true
-		}
 		return ClassUnknown, true
 	}
 	if pgconn.SafeToRetry(err) || pgconn.Timeout(err) {
 		return ClassConnection, true
 	}
 	return ClassUnknown, true
+}
+
+// IsBusy tells, by the driver's error code, that the database was too busy
+// to answer and a retry later may pass: SQLite's BUSY or LOCKED once the
+// busy timeout ran out, PostgreSQL's serialization failure, deadlock or
+// lock not available. A release failing so is class DB_BUSY; a request,
+// 503 BUSY.
+func IsBusy(err error) bool {
+	var pg *pgconn.PgError
+	if errors.As(err, &pg) {
+		return pg.Code == "40001" || pg.Code == "40P01" || pg.Code == "55P03"
+	}
+	var lite *sqlite.Error
+	if errors.As(err, &lite) {
+		switch lite.Code() & 0xff {
+		case 5, 6: // SQLITE_BUSY, SQLITE_LOCKED
+			return true
+		}
+	}
+	return false
 }
 
 // TransientError is a failure that a retry may fix, with its class. Fault

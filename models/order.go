@@ -82,6 +82,14 @@ type TaskAttempt struct {
 	FinishedAt   time.Time    `json:"finished_at"`
 }
 
+// BeforeCreate clips the attempt's error and note (see clip): an error
+// text can quote whatever input failed.
+func (a *TaskAttempt) BeforeCreate(*gorm.DB) error {
+	a.Error = clip(a.Error, maxErrorLen)
+	a.Note = clip(a.Note, maxTextLen)
+	return nil
+}
+
 // AuditEntry records one privileged action.
 type AuditEntry struct {
 	ID        int64     `json:"id"`
@@ -101,12 +109,37 @@ type AuditEntry struct {
 // TableName is the audit table.
 func (AuditEntry) TableName() string { return "audit_log" }
 
+// Stored free text is capped, in bytes, so that one request cannot write
+// megabytes into a row, nor an audit target longer than PostgreSQL's btree
+// index on audit_log (target, id) takes (about 2,700 bytes an entry). What a
+// user types is refused above its own, smaller rule before it gets here;
+// what the server records for them (the path of a refused request, a
+// User-Agent, an error text) is cut, and the cut is marked.
+const (
+	maxAuditTargetLen = 512  // audit_log.target
+	maxAuditShortLen  = 256  // audit_log actor, action, outcome, role, request id, IP
+	maxTextLen        = 4096 // audit reason and detail, an attempt's note
+	maxErrorLen       = 1000 // a task's last error, an attempt's error
+	cutMark           = "…[cut]"
+)
+
+// clip makes s storable text of at most n bytes: invalid UTF-8 and NUL
+// become U+FFFD, and a longer text is cut on a character boundary and ends
+// with cutMark, so a reader knows there was more.
+func clip(s string, n int) string {
+	s = strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	return truncUTF8(s, n-len(cutMark)) + cutMark
+}
+
 // BeforeCreate fills the request fields left empty from the request
 // metadata of the transaction's context (WithRequestMeta), so every audit
 // row says where its request came from without each caller passing it on.
-// Text fields are made storable: a refusal must be recorded even when what
-// was refused held NUL or bytes that are not UTF-8 (which PostgreSQL cannot
-// store).
+// Text fields are made storable and clipped: a refusal must be recorded
+// even when what was refused held NUL, bytes that are not UTF-8 (which
+// PostgreSQL cannot store) or a 60 KB path.
 func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
 	m := RequestMetaFrom(tx.Statement.Context)
 	if e.Role == "" {
@@ -121,9 +154,13 @@ func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
 	if e.UserAgent == "" {
 		e.UserAgent = m.UserAgent
 	}
-	e.UserAgent = truncUTF8(e.UserAgent, maxUserAgentLen)
-	for _, f := range []*string{&e.Actor, &e.Action, &e.Target, &e.Reason, &e.Outcome, &e.Detail, &e.Role, &e.RequestID, &e.IP, &e.UserAgent} {
-		*f = strings.ReplaceAll(strings.ToValidUTF8(*f, "\uFFFD"), "\x00", "\uFFFD")
+	e.Target = clip(e.Target, maxAuditTargetLen)
+	e.UserAgent = clip(e.UserAgent, maxUserAgentLen)
+	for _, f := range []*string{&e.Reason, &e.Detail} {
+		*f = clip(*f, maxTextLen)
+	}
+	for _, f := range []*string{&e.Actor, &e.Action, &e.Outcome, &e.Role, &e.RequestID, &e.IP} {
+		*f = clip(*f, maxAuditShortLen)
 	}
 	return nil
 }

@@ -165,10 +165,7 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 			return PayResult{}, err
 		}
 	}
-	note := "late payment could not take back every hold: " + strings.Join(failed, "; ")
-	if len(note) > 500 {
-		note = note[:500]
-	}
+	note := clip("late payment could not take back every hold: "+strings.Join(failed, "; "), 500)
 	err = tx.Exec(`UPDATE orders SET status = 'REFUND_PENDING', late_paid = ?, paid_at = ?, channel_txn_id = ?, note = ?, updated_at = ?
 		WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, note, now, o.OrderNo).Error
 	if err != nil {

@@ -118,10 +118,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 // attempt row, while the lease is still ours.
 func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string, start time.Time, cause error) (ReleaseResult, error) {
 	class, retryable := classOf(cause)
-	msg := cause.Error()
-	if len(msg) > 1000 {
-		msg = msg[:1000]
-	}
+	msg := clip(cause.Error(), maxErrorLen)
 	outcome := OutcomeLeaseLost
 	// A cancelled or timed-out ctx must not stop the failure being recorded.
 	ctx = context.WithoutCancel(ctx)

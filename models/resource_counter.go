@@ -23,6 +23,10 @@ type counter struct {
 	avail, held, spent string
 	short, missing     *Error // what a LOCK that cannot be met returns
 	delaySeconds       string // column with a per-key release delay, or ""
+	// maxTotal, when set, bounds available + held + spent; an adjust that
+	// would pass it returns overflow.
+	maxTotal int64
+	overflow *Error
 }
 
 type counterRow struct {
@@ -152,6 +156,9 @@ func (c *counter) adjust(tx *gorm.DB, key string, delta int64, actor string, now
 	}
 	if before.Avail+delta < 0 {
 		return counterRow{}, fmt.Errorf("%w: %s %s has %d available, cannot take %d", ErrStockBelowHeld, c.typ, key, before.Avail, -delta)
+	}
+	if total := before.Avail + before.Held + before.Spent; c.maxTotal > 0 && total+delta > c.maxTotal {
+		return counterRow{}, fmt.Errorf("%w: %s %s holds %d in all; %d more would pass %d", c.overflow, c.typ, key, total, delta, c.maxTotal)
 	}
 	after := before
 	after.Avail += delta

@@ -50,6 +50,7 @@ var commonText = text{
 	"error.notfound": {"页面不存在。请检查链接，或从导航重新进入。", "There is no such page. Check the link, or start again from the navigation."},
 	"error.bad":      {"请求有误：", "The request is not valid: "},
 	"error.internal": {"服务器内部错误。请稍后重试；若持续出现，请把此页链接发给运维。", "Internal error. Try again later; if it persists, send this page's link to ops."},
+	"error.busy":     {"数据库正忙，请稍后重试。", "The database is busy; try again in a moment."},
 
 	"ago.s":    {"%d 秒前", "%d s ago"},
 	"ago.m":    {"%d 分钟前", "%d min ago"},
@@ -128,6 +129,9 @@ var commonText = text{
 	"code.ORDER_NOT_PAYABLE":    {"订单不可支付", "ORDER_NOT_PAYABLE"},
 	"code.NOTHING_TO_RERUN":     {"没有可重跑的任务", "NOTHING_TO_RERUN"},
 	"code.STOCK_CONFLICT":       {"调整会低于已占用量", "STOCK_CONFLICT"},
+	"code.BALANCE_OVERFLOW":     {"超出账户余额上限", "BALANCE_OVERFLOW"},
+	"code.BUSY":                 {"数据库繁忙", "BUSY"},
+	"code.URI_TOO_LONG":         {"请求地址过长", "URI_TOO_LONG"},
 	"code.INTERNAL":             {"内部错误", "INTERNAL"},
 	"code.NOT_FOUND":            {"不存在", "NOT_FOUND"},
 }

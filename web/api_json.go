@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -20,6 +21,9 @@ import (
 
 // maxBody is the largest request body the API reads.
 const maxBody = 64 << 10
+
+// busyRetryAfter is when a 503 BUSY answer asks the client to try again.
+const busyRetryAfter = time.Second
 
 // apiError is a refusal the web layer makes itself, before the domain is
 // called, when it needs a status or code that no models.Error has.
@@ -179,6 +183,15 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 	var ae *apiError
 	if errors.As(err, &ae) {
 		return ae.Status, errorDetail{Code: ae.Code, Message: ae.Message}
+	}
+	if models.IsBusy(err) {
+		// The database was too busy to answer (another process held
+		// SQLite's write lock past the busy timeout, or PostgreSQL gave up
+		// on a lock): the transaction that met it rolled back, and the
+		// same request a moment later may pass.
+		s.log.WarnContext(c.Request().Context(), "database busy", s.requestAttrs(c, err)...)
+		setRetryAfter(c, busyRetryAfter)
+		return http.StatusServiceUnavailable, errorDetail{Code: "BUSY", Message: "the database is busy; try again shortly"}
 	}
 	var me *models.Error
 	if errors.As(err, &me) {

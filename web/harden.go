@@ -148,6 +148,25 @@ func (s *server) csrfRefused(c *echo.Context, why string) error {
 	return &apiError{Status: http.StatusForbidden, Code: "CSRF", Message: why}
 }
 
+// maxRequestURI is the longest path and query, in bytes, a request may
+// have. No page or API route of ours comes near it, and a refused request's
+// path is audited, so a longer one is answered 414 before the session is
+// read or anything is written.
+const maxRequestURI = 8 << 10
+
+// boundedURI answers 414 URI_TOO_LONG to a request whose path and query
+// are longer than maxRequestURI. It runs before routing and authentication
+// (see New), so such a request costs no database work at all.
+func (s *server) boundedURI(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c *echo.Context) error {
+		if n := len(c.Request().URL.RequestURI()); n > maxRequestURI {
+			return &apiError{Status: http.StatusRequestURITooLong, Code: "URI_TOO_LONG",
+				Message: fmt.Sprintf("the path and query are %d bytes; at most %d are read", n, maxRequestURI)}
+		}
+		return next(c)
+	}
+}
+
 // plainText refuses, with 400 INVALID_INPUT before the CSRF and role
 // checks and any handler, a path, query or form value that is not valid
 // UTF-8 or holds a NUL byte: PostgreSQL cannot store either in a text

@@ -92,7 +92,9 @@ func New(d Deps) *echo.Echo {
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
 	}
-	e.Pre(s.harden)
+	// Security headers on every answer, then no absurd URI past this point:
+	// both before routing, authentication or any database work.
+	e.Pre(s.harden, s.boundedURI)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
 	// Who is asking, then storable text only, then CSRF (which audits a
 	// refusal in their name), then whether their role passes the route's
