@@ -36,8 +36,9 @@ func placeAndClose(t *testing.T, s *models.Store, no string, qty int64) {
 	}
 }
 
-// 7. The worker dies after the ledger insert, mid-transaction: the
-// transaction rolls back, and the task comes back after its lease.
+// 7. The worker panics after the ledger insert, mid-transaction: the
+// transaction rolls back, the crash is recorded as a CRASHED failure, and
+// the task is retried on the usual schedule.
 func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 	eachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
@@ -59,20 +60,22 @@ func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 			t.Fatalf("first drain = %v, want one crash", st)
 		}
 		c, _ := s.OrderChain(ctx, "o-1")
-		if len(c.Flows) != 1 || c.Tasks[0].Status != models.TaskPending || len(c.Tasks[0].AttemptLog) != 0 {
-			t.Fatalf("after the crash: %d flows, task %s with %d attempts; want only the LOCK row and a PENDING task",
-				len(c.Flows), c.Tasks[0].Status, len(c.Tasks[0].AttemptLog))
+		task := c.Tasks[0]
+		if len(c.Flows) != 1 || task.Status != models.TaskRetry || task.Failures != 1 || task.ErrorClass != models.ClassCrashed ||
+			len(task.AttemptLog) != 1 || task.AttemptLog[0].ErrorClass != models.ClassCrashed || task.AttemptLog[0].Worker != "w1" {
+			t.Fatalf("after the crash: %d flows, task %+v; want only the LOCK row and a RETRY task with one CRASHED attempt",
+				len(c.Flows), task)
 		}
 		if sku, _ := s.GetSKU(ctx, "sku-1"); sku.Locked != 3 {
 			t.Fatalf("the crashed release changed stock: %+v", sku)
 		}
 		other := jobs.NewWorker(s, "w2", 10, 30*time.Second, quietLog())
 		if st := other.Drain(ctx); len(st) != 0 {
-			t.Fatalf("a leased task was released by another worker before the lease expired: %v", st)
+			t.Fatalf("a task was released before its retry was due: %v", st)
 		}
-		clock.Advance(31 * time.Second)
+		clock.Advance(models.RetryDelay(1))
 		if st := other.Drain(ctx); st[models.OutcomeDone] != 1 {
-			t.Fatalf("after the lease: %v, want 1 DONE", st)
+			t.Fatalf("after the retry delay: %v, want 1 DONE", st)
 		}
 		modelstest.CheckInvariants(t, s)
 	})
