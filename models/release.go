@@ -54,9 +54,9 @@ func (s *Store) skipLocked() string {
 
 // recordLostTries counts every try whose lease expired without an outcome
 // as a CRASHED failure of its worker, with an attempt row. Every outcome
-// ends the lease (DONE leaves the task, a failure clears lease_until,
-// ReturnLease hands an untried one back), so a waiting task whose lease is
-// set and past was claimed by a worker that never came back. The retry
+// clears lease_until (DONE, a recorded failure, ReturnLease handing an
+// untried task back), so a waiting task whose lease is set and past was
+// claimed by a worker that never came back. The retry
 // wait counts from the lease's end; the token is cleared, so a worker that
 // was only slow can no longer finish the try it lost.
 func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
@@ -131,7 +131,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 		// from the claimed copy: a rerun may have committed since the claim.
 		var done []ReleaseTask
 		err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
-			last_error_class = '' WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY') RETURNING *`,
+			last_error_class = '', lease_until = NULL WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY') RETURNING *`,
 			now, now, t.ID, t.LeaseToken).Scan(&done).Error
 		if err != nil {
 			return err
