@@ -338,3 +338,50 @@ func TestRerunReasonRule(t *testing.T) {
 		}
 	})
 }
+
+// A rerun sent while the worker's release transaction is open waits for it
+// (the row lock on PostgreSQL, the one writer on SQLite) and then finds
+// the task DONE: nothing to rerun, and the release keeps its trigger.
+func TestRerunDuringWorkerTransaction(t *testing.T) {
+	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			var b bundle
+			rerun := make(chan error, 1)
+			var once sync.Once
+			b = setup(t, d, models.Options{Faults: func(point string, _ *models.ReleaseTask) error {
+				if point == models.FaultAfterLedger {
+					once.Do(func() {
+						go func() {
+							_, err := b.s.Rerun(b.ctx, "o-1", models.ResInventory, "ops:alice", "stock service back")
+							rerun <- err
+						}()
+						// Give the rerun time to reach the lock it waits on.
+						time.Sleep(200 * time.Millisecond)
+					})
+				}
+				return nil
+			}})
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+			b.closedOrder(t, "o-1", 2)
+			must(t, func() error {
+				return b.s.W.Exec("UPDATE release_tasks SET status = 'RETRY', failures = 3, error_class = 'TIMEOUT'").Error
+			})
+			if got := b.drain(t, "w1"); got[models.OutcomeDone] != 1 {
+				t.Fatalf("drain = %v, want DONE", got)
+			}
+			if err := <-rerun; !errors.Is(err, models.ErrNothingToRerun) {
+				t.Fatalf("rerun during the release = %v, want ErrNothingToRerun", err)
+			}
+			c, _ := b.s.OrderChain(b.ctx, "o-1")
+			for _, f := range c.Flows {
+				if f.Type == models.FlowRelease && f.Trigger != models.TriggerTimeout {
+					t.Fatalf("release row = %+v, want trigger TIMEOUT", f)
+				}
+			}
+			if tk := c.Tasks[0]; tk.Status != models.TaskDone || tk.RerunBy != "" {
+				t.Fatalf("task = %+v, want DONE without a rerun", tk)
+			}
+		})
+	}
+}

@@ -56,9 +56,9 @@ func (s *Store) skipLocked() string {
 // as a CRASHED failure of its worker, with an attempt row. Every outcome
 // clears lease_until (DONE, a recorded failure, ReturnLease handing an
 // untried task back), so a waiting task whose lease is set and past was
-// claimed by a worker that never came back. The retry
-// wait counts from the lease's end; the token is cleared, so a worker that
-// was only slow can no longer finish the try it lost.
+// claimed by a worker that never came back. The retry wait counts from the
+// lease's end; the token is cleared, so a worker that was only slow can no
+// longer finish the try it lost.
 func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
 	var lost []ReleaseTask
 	err := tx.Raw(`SELECT * FROM release_tasks
