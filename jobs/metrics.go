@@ -26,10 +26,6 @@ const (
 	OutcomeLeaseShort = "LEASE_SHORT"
 )
 
-// classCrashed is the failure class of a try that panicked: the store
-// never saw its error to classify it.
-const classCrashed models.ErrorClass = "CRASHED"
-
 // scrapeTimeout bounds the database reads of one scrape.
 const scrapeTimeout = 5 * time.Second
 
@@ -178,7 +174,7 @@ func (m *Metrics) ObserveRelease(t models.ReleaseTask, outcome string, class mod
 	case models.OutcomeDuplicate:
 		m.duplicates.WithLabelValues(res).Inc()
 	case OutcomeCrashed:
-		m.failures.WithLabelValues(res, string(classCrashed)).Inc()
+		m.failures.WithLabelValues(res, string(models.ClassCrashed)).Inc()
 	case models.OutcomeRetry, models.OutcomeManual, OutcomeError:
 		if class == "" {
 			class = models.ClassUnknown

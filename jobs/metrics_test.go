@@ -156,11 +156,11 @@ func TestWorkerRecordsReleases(t *testing.T) {
 			`unhold_close_to_release_seconds_bucket{le="2.5",resource="inventory"}`:  1,
 			`unhold_close_to_release_seconds_bucket{le="+Inf",resource="inventory"}`: 1,
 			`unhold_close_to_release_seconds_count{resource="coupon"}`:               0,
-			// The crashed task is PENDING and due, its lease not yet run
-			// out; the RETRY one waits for its next try in 1 s.
-			`unhold_release_backlog{}`:                      1,
+			// The crash is a failure like the other: both tasks are RETRY
+			// and wait for their next try in 1 s.
+			`unhold_release_backlog{}`:                      0,
 			`unhold_release_oldest_due_seconds{}`:           0,
-			`unhold_release_retry_tasks{}`:                  1,
+			`unhold_release_retry_tasks{}`:                  2,
 			`unhold_release_manual_tasks{}`:                 0,
 			`unhold_recon_open_diffs{resource="inventory"}`: 0,
 			`unhold_db_up{}`:                                1,

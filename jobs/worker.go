@@ -74,9 +74,13 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		}
 		for _, t := range tasks {
 			// A batch runs one task after another; a task whose lease would
-			// run out before its try could finish is left for its lease to
-			// expire rather than tried and lost.
+			// run out before its try could finish is handed back untried
+			// rather than tried and lost. Left to expire, its lease would
+			// count as a crash.
 			if t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil) {
+				if err := w.s.ReturnLease(ctx, t); err != nil {
+					w.log.Error("return lease", slog.Int64("task_id", t.ID), slog.String("worker", w.id), slog.Any("err", err))
+				}
 				st[OutcomeLeaseShort]++
 				w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
 				continue
@@ -88,16 +92,20 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 }
 
 // release runs one task. A panic inside it is a crash of this try: the
-// transaction has rolled back, nothing is recorded, and the task comes back
-// when its lease expires.
+// transaction has rolled back, and the crash is recorded as a CRASHED
+// failure, so a task that panics every time ends in MANUAL.
 func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome string) {
 	attrs := []any{slog.Int64("task_id", t.ID), slog.String("order_no", t.OrderNo),
 		slog.String("resource", string(t.ResourceType)), slog.String("worker", w.id)}
 	var res models.ReleaseResult
+	start := w.s.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			w.log.Error("release crashed; the task returns when its lease expires", append(attrs, slog.Any("panic", fmt.Sprint(r)))...)
 			outcome = OutcomeCrashed
+			cres, err := w.s.RecordCrash(ctx, t, w.id, start, r)
+			res.Class = models.ClassCrashed
+			w.log.Error("release crashed", append(attrs, slog.Any("panic", fmt.Sprint(r)),
+				slog.String("task_outcome", cres.Outcome), slog.Any("err", err))...)
 		}
 		w.metrics.ObserveRelease(t, outcome, res.Class, w.s.Now())
 	}()

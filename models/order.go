@@ -57,14 +57,17 @@ type ReleaseTask struct {
 	NextAt       time.Time    `json:"next_at"`
 	LastError    string       `json:"last_error,omitempty"`
 	ErrorClass   ErrorClass   `json:"error_class,omitempty"`
-	LeaseOwner   string       `json:"lease_owner,omitempty"`
-	LeaseToken   string       `json:"-"`
-	LeaseUntil   *time.Time   `json:"lease_until,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	DoneAt       *time.Time   `json:"done_at,omitempty"`
-	RerunBy      string       `json:"rerun_by,omitempty"`
-	RerunReason  string       `json:"rerun_reason,omitempty"`
+	// LastErrorClass is the class of LastError; it differs from ErrorClass
+	// only when ErrorClass is RETRY_EXHAUSTED.
+	LastErrorClass ErrorClass `json:"last_error_class,omitempty"`
+	LeaseOwner     string     `json:"lease_owner,omitempty"`
+	LeaseToken     string     `json:"-"`
+	LeaseUntil     *time.Time `json:"lease_until,omitempty"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	DoneAt         *time.Time `json:"done_at,omitempty"`
+	RerunBy        string     `json:"rerun_by,omitempty"`
+	RerunReason    string     `json:"rerun_reason,omitempty"`
 }
 
 // TaskAttempt is one try of a task.

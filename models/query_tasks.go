@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -18,7 +17,7 @@ import (
 func ParseErrorClass(s string) (ErrorClass, error) {
 	switch c := ErrorClass(s); c {
 	case ClassLockedShort, ClassStateMismatch, ClassNotFound, ClassTimeout, ClassDBBusy,
-		ClassConnection, ClassUnknown, ClassRetryExhausted:
+		ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted:
 		return c, nil
 	}
 	return "", fmt.Errorf("%w: unknown error class %q", ErrInvalid, s)
@@ -26,7 +25,7 @@ func ParseErrorClass(s string) (ErrorClass, error) {
 
 // ErrorClasses lists every failure class, permanent ones first.
 var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound,
-	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassRetryExhausted}
+	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted}
 
 // TaskStatuses lists every task status.
 var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
@@ -317,13 +316,6 @@ func (s *Store) CountRerunnable(ctx context.Context, f TaskFilter) (int64, error
 	return n, nil
 }
 
-// BulkRerunResult is what a bulk rerun did: how many tasks it made due, and
-// how many the operator was shown before confirming.
-type BulkRerunResult struct {
-	Made     int64
-	Expected int64
-}
-
 // BulkRerunTarget is the audit target of a bulk rerun with this filter:
 // tasks:<type>?<the rest of the filter>.
 func BulkRerunTarget(f TaskFilter) string {
@@ -339,47 +331,56 @@ func BulkRerunTarget(f TaskFilter) string {
 // BulkRerun makes every RETRY or MANUAL task of one resource type that the
 // filter keeps due now, with trigger RERUN and the operator's reason, as
 // Rerun does for one order, in one transaction with one audit row. expected
-// is the count the operator confirmed; tasks may have finished since, so
-// the result says how many were made due. None → ErrNothingToRerun, with a
-// refused audit row and nothing else written.
-func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason string, expected int64) (BulkRerunResult, error) {
+// is the count the operator confirmed: when another number of tasks
+// matches now (tasks finished or failed since), nothing changes and it
+// returns ErrCountChanged; none → ErrNothingToRerun. Either refusal writes
+// one refused audit row and nothing else. It returns how many tasks it
+// made due.
+func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason string, expected int64) (int64, error) {
 	statuses, err := f.rerunFilter()
 	if err != nil {
-		return BulkRerunResult{}, err
+		return 0, err
 	}
-	if strings.TrimSpace(reason) == "" {
-		return BulkRerunResult{}, fmt.Errorf("%w: a bulk rerun needs a reason", ErrInvalid)
+	reason, err = RerunReason(reason)
+	if err != nil {
+		return 0, err
 	}
 	target := BulkRerunTarget(f)
-	out := BulkRerunResult{Expected: expected}
+	var made int64
+	refused := "" // why the rerun was refused, for its audit row
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
 		cond, args := f.where(now)
 		args = append([]any{now, actor, reason, now, statuses}, args...)
 		// Rows are locked by id, the order a late payment locks them in.
-		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN',
-			rerun_by = ?, rerun_reason = ?, updated_at = ?
+		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate()+`)
 			AND status IN ('RETRY','MANUAL')`, args...)
 		if res.Error != nil {
 			return res.Error
 		}
-		out.Made = res.RowsAffected
-		if out.Made == 0 {
+		made = res.RowsAffected
+		switch {
+		case made == 0:
+			refused = fmt.Sprintf("nothing to rerun, %d confirmed", expected)
 			return fmt.Errorf("%w: no RETRY or MANUAL %s task matches", ErrNothingToRerun, f.Type)
+		case made != expected:
+			// Rolled back: the operator confirmed another set of tasks.
+			refused = fmt.Sprintf("%d task(s) match, %d confirmed", made, expected)
+			return fmt.Errorf("%w: %d %s task(s) match now, %d were confirmed", ErrCountChanged, made, f.Type, expected)
 		}
 		return tx.Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason, Outcome: "ok",
-			Detail: fmt.Sprintf("%d task(s) made due, %d confirmed", out.Made, expected), CreatedAt: now}).Error
+			Detail: fmt.Sprintf("%d task(s) made due", made), CreatedAt: now}).Error
 	})
 	if err != nil {
-		if errors.Is(err, ErrNothingToRerun) {
+		if refused != "" {
 			aerr := s.W.WithContext(ctx).Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason,
-				Outcome: "refused", Detail: fmt.Sprintf("nothing to rerun, %d confirmed", expected), CreatedAt: s.Now()}).Error
+				Outcome: "refused", Detail: refused, CreatedAt: s.Now()}).Error
 			if aerr != nil {
 				s.log.Error("audit refused bulk rerun", slog.String("target", target), slog.Any("err", aerr))
 			}
 		}
-		return BulkRerunResult{}, fmt.Errorf("bulk rerun %s: %w", target, err)
+		return 0, fmt.Errorf("bulk rerun %s: %w", target, err)
 	}
-	return out, nil
+	return made, nil
 }

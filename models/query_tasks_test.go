@@ -206,9 +206,22 @@ func TestBulkRerun(t *testing.T) {
 			t.Fatalf("empty reason: %v, want ErrInvalid", err)
 		}
 		b.clock.Advance(time.Minute)
-		res, err := b.s.BulkRerun(b.ctx, f, "ops:t", "stock fixed by hand", 4)
-		if err != nil || res.Made != 3 || res.Expected != 4 {
-			t.Fatalf("bulk rerun = %+v, %v; want 3 made of 4 confirmed", res, err)
+		// Another count than the one confirmed: refused, nothing changed,
+		// one refused audit row.
+		if _, err := b.s.BulkRerun(b.ctx, f, "ops:t", "stock fixed by hand", 4); !errors.Is(err, models.ErrCountChanged) {
+			t.Fatalf("bulk rerun confirming 4 of 3: %v, want ErrCountChanged", err)
+		}
+		if !reflect.DeepEqual(b.allTasks(t), before) {
+			t.Fatal("a bulk rerun refused for its count changed tasks")
+		}
+		var refused []models.AuditEntry
+		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&refused).Error })
+		if len(refused) != 1 || refused[0].Outcome != "refused" || refused[0].Detail != "3 task(s) match, 4 confirmed" {
+			t.Fatalf("audit of the refused count = %+v", refused)
+		}
+		made, err := b.s.BulkRerun(b.ctx, f, "ops:t", "  stock fixed by hand ", 3)
+		if err != nil || made != 3 {
+			t.Fatalf("bulk rerun = %d, %v; want 3 made", made, err)
 		}
 		now := b.clock.Now()
 		after := b.allTasks(t)
@@ -228,8 +241,8 @@ func TestBulkRerun(t *testing.T) {
 		}
 		var audit []models.AuditEntry
 		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&audit).Error })
-		if len(audit) != 1 || audit[0].Target != "tasks:inventory?status=MANUAL" || audit[0].Outcome != "ok" ||
-			audit[0].Reason != "stock fixed by hand" || audit[0].Detail != "3 task(s) made due, 4 confirmed" {
+		if len(audit) != 2 || audit[1].Target != "tasks:inventory?status=MANUAL" || audit[1].Outcome != "ok" ||
+			audit[1].Reason != "stock fixed by hand" || audit[1].Detail != "3 task(s) made due" {
 			t.Fatalf("audit = %+v", audit)
 		}
 		// Again: nothing left, a refused row and nothing else.
@@ -241,7 +254,7 @@ func TestBulkRerun(t *testing.T) {
 			t.Fatal("a refused rerun changed tasks")
 		}
 		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&audit).Error })
-		if len(audit) != 2 || audit[1].Outcome != "refused" {
+		if len(audit) != 3 || audit[2].Outcome != "refused" {
 			t.Fatalf("audit after refusal = %+v", audit)
 		}
 		// RETRY of the other type, older than an hour: none yet, then both.

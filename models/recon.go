@@ -123,10 +123,7 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 	}
 	if err != nil {
 		now := s.Now()
-		msg := err.Error()
-		if len(msg) > 1000 {
-			msg = msg[:1000]
-		}
+		msg := clip(err.Error(), maxErrorLen)
 		ferr := s.W.WithContext(context.WithoutCancel(ctx)).Model(run).
 			Updates(map[string]any{"status": ReconFailed, "finished_at": now, "error": msg}).Error
 		return nil, errors.Join(fmt.Errorf("reconciliation run %d: %w", run.ID, err), ferr)

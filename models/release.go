@@ -7,34 +7,84 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
 
 // ClaimTasks leases up to n due tasks to owner until now + lease. A task is
-// due when it is PENDING or RETRY, its next_at has come, and no unexpired
-// lease holds it, so a crashed worker's tasks come back on their own. On
-// PostgreSQL, FOR UPDATE SKIP LOCKED lets several instances claim at once
-// without waiting on each other.
+// due when it is PENDING or RETRY, its next_at has come, and no lease holds
+// it. A lease that expired without an outcome is a try whose worker died:
+// it is counted first, as a CRASHED failure (recordLostTries), so a task
+// that kills its worker every time reaches MANUAL instead of being claimed
+// for ever. On PostgreSQL, FOR UPDATE SKIP LOCKED lets several instances
+// claim at once without waiting on each other or claiming the same task.
 func (s *Store) ClaimTasks(ctx context.Context, owner string, n int, lease time.Duration) ([]ReleaseTask, error) {
-	now := s.Now()
 	token := newToken()
-	skip := ""
-	if s.Dialect == Postgres {
-		skip = " FOR UPDATE SKIP LOCKED"
-	}
 	var tasks []ReleaseTask
-	err := s.W.WithContext(ctx).Raw(`UPDATE release_tasks
-		SET lease_owner = ?, lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
-		WHERE id IN (SELECT id FROM release_tasks
-			WHERE status IN ('PENDING','RETRY') AND next_at <= ? AND (lease_until IS NULL OR lease_until <= ?)
-			ORDER BY next_at, id LIMIT ?`+skip+`)
-		RETURNING *`, owner, token, now.Add(lease), now, now, now, n).Scan(&tasks).Error
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		if _, err := s.recordLostTries(tx, now); err != nil {
+			return err
+		}
+		// Only a task without a lease is claimed: one whose expired lease
+		// another claim is counting right now is skipped, not taken uncounted.
+		return tx.Raw(`UPDATE release_tasks
+			SET lease_owner = ?, lease_token = ?, lease_until = ?, attempts = attempts + 1, updated_at = ?
+			WHERE id IN (SELECT id FROM release_tasks
+				WHERE status IN ('PENDING','RETRY') AND next_at <= ? AND lease_until IS NULL
+				ORDER BY next_at, id LIMIT ?`+s.skipLocked()+`)
+			RETURNING *`, owner, token, now.Add(lease), now, now, n).Scan(&tasks).Error
+	})
 	if err != nil {
 		return nil, fmt.Errorf("claim tasks: %w", err)
 	}
 	return tasks, nil
+}
+
+// skipLocked makes a locking read pass over rows another transaction holds.
+func (s *Store) skipLocked() string {
+	if s.Dialect == Postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
+// recordLostTries counts every try whose lease expired without an outcome
+// as a CRASHED failure of its worker, with an attempt row. Every outcome
+// clears lease_until (DONE, a recorded failure, ReturnLease handing an
+// untried task back), so a waiting task whose lease is set and past was
+// claimed by a worker that never came back. The retry wait counts from the
+// lease's end; the token is cleared, so a worker that was only slow can no
+// longer finish the try it lost.
+func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
+	var lost []ReleaseTask
+	err := tx.Raw(`SELECT * FROM release_tasks
+		WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ?
+		ORDER BY id`+s.skipLocked(), now).Scan(&lost).Error
+	if err != nil {
+		return 0, fmt.Errorf("read expired leases: %w", err)
+	}
+	var n int64
+	for _, t := range lost {
+		ended := *t.LeaseUntil
+		// The claim set updated_at; only a rerun writes a leased row since.
+		started := t.UpdatedAt
+		if started.After(ended) {
+			started = ended
+		}
+		msg := fmt.Sprintf("lease expired without an outcome, worker %s", t.LeaseOwner)
+		res, err := s.fail(tx, t, t.LeaseOwner, ClassCrashed, true, msg, started, ended, now)
+		if err != nil {
+			return n, fmt.Errorf("record lost try of task %d: %w", t.ID, err)
+		}
+		if res.Outcome != OutcomeLeaseLost {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // rerunNote is what an attempt after a rerun keeps of it: who asked, and why.
@@ -77,16 +127,21 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	outcome := OutcomeDone
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		res := tx.Exec(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = ''
-			WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, now, now, t.ID, t.LeaseToken)
-		if res.Error != nil {
-			return res.Error
+		// Trigger and rerun note come from the row this update fences, not
+		// from the claimed copy: a rerun may have committed since the claim.
+		var done []ReleaseTask
+		err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
+			last_error_class = '', lease_until = NULL WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY') RETURNING *`,
+			now, now, t.ID, t.LeaseToken).Scan(&done).Error
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 0 {
+		if len(done) == 0 {
 			return errLeaseLost
 		}
-		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: t.Trigger, Actor: "worker:" + worker, Now: now}
-		err := s.apply(tx, t.ResourceType, op)
+		row := done[0]
+		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: now}
+		err = s.apply(tx, t.ResourceType, op)
 		switch {
 		case errors.Is(err, errDuplicate):
 			outcome = OutcomeDuplicate
@@ -99,7 +154,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 			}
 		}
 		return tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, Note: t.rerunNote(), StartedAt: start, FinishedAt: s.Now()}).Error
+			Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()}).Error
 	})
 	if errors.Is(err, errLeaseLost) {
 		return ReleaseResult{Outcome: OutcomeLeaseLost}, nil
@@ -114,12 +169,23 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	return res, nil
 }
 
+// RecordCrash records a try that panicked (recovered) as a CRASHED
+// failure, as recordFailure records any other: the release transaction has
+// rolled back, and the task retries on the usual schedule or goes MANUAL.
+func (s *Store) RecordCrash(ctx context.Context, t ReleaseTask, worker string, start time.Time, panicked any) (ReleaseResult, error) {
+	res, err := s.recordFailure(ctx, t, worker, start, &TransientError{Class: ClassCrashed, Err: fmt.Errorf("panic: %v", panicked)})
+	if err != nil {
+		return res, fmt.Errorf("record crash of task %d: %w", t.ID, err)
+	}
+	return res, nil
+}
+
 // recordFailure schedules a retry or sends the task to MANUAL, with an
 // attempt row, while the lease is still ours.
 func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string, start time.Time, cause error) (ReleaseResult, error) {
 	class, retryable := classOf(cause)
 	msg := clip(cause.Error(), maxErrorLen)
-	outcome := OutcomeLeaseLost
+	out := ReleaseResult{Outcome: OutcomeLeaseLost, Class: class, Err: msg}
 	// A cancelled or timed-out ctx must not stop the failure being recorded.
 	ctx = context.WithoutCancel(ctx)
 	err := s.write(ctx, func(tx *gorm.DB) error {
@@ -129,51 +195,132 @@ func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string,
 		var cur []ReleaseTask
 		err := tx.Raw("SELECT * FROM release_tasks WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')"+s.forUpdate(),
 			t.ID, t.LeaseToken).Scan(&cur).Error
-		if err != nil {
+		if err != nil || len(cur) == 0 {
 			return err
 		}
-		if len(cur) == 0 {
-			return nil
-		}
-		t = cur[0]
-		failures := t.Failures + 1
-		status, next := TaskRetry, now.Add(RetryDelay(failures))
-		outcome = OutcomeRetry
-		if !retryable || failures >= MaxFailures {
-			status, next, outcome = TaskManual, now, OutcomeManual
-		}
-		res := tx.Exec(`UPDATE release_tasks SET status = ?, failures = ?, next_at = ?, last_error = ?, error_class = ?,
-			lease_until = NULL, updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`,
-			status, failures, next, msg, class, now, t.ID, t.LeaseToken)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected == 0 {
-			outcome = OutcomeLeaseLost
-			return nil
-		}
-		return tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: now}).Error
+		out, err = s.fail(tx, cur[0], worker, class, retryable, msg, start, now, now)
+		return err
 	})
+	return out, err
+}
+
+// fail records one failed try of t, the task's row as read under lock in
+// tx, fenced by its lease token: failures + 1, a retry after
+// RetryDelay(failures) from retryFrom, or MANUAL when the class is
+// permanent or the failures reach MaxFailures (class RETRY_EXHAUSTED, the
+// last error's class kept in last_error_class); the lease ends, and an
+// attempt row says what happened.
+func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass, retryable bool, msg string,
+	start, retryFrom, now time.Time) (ReleaseResult, error) {
+	failures := t.Failures + 1
+	status, next, outcome, taskClass := TaskRetry, retryFrom.Add(RetryDelay(failures)), OutcomeRetry, class
+	switch {
+	case !retryable:
+		status, next, outcome = TaskManual, now, OutcomeManual
+	case failures >= MaxFailures:
+		status, next, outcome, taskClass = TaskManual, now, OutcomeManual, ClassRetryExhausted
+	}
+	res := tx.Exec(`UPDATE release_tasks SET status = ?, failures = ?, next_at = ?, last_error = ?, error_class = ?,
+		last_error_class = ?, lease_until = NULL, lease_token = '', updated_at = ?
+		WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`,
+		status, failures, next, msg, taskClass, class, now, t.ID, t.LeaseToken)
+	if res.Error != nil {
+		return ReleaseResult{}, res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ReleaseResult{Outcome: OutcomeLeaseLost, Class: class, Err: msg}, nil
+	}
+	err := tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+		Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: retryFrom}).Error
 	return ReleaseResult{Outcome: outcome, Class: class, Err: msg}, err
 }
 
-// RescueLeases clears leases that expired on tasks still waiting, so the
-// dashboard does not show them as owned; ClaimTasks would take them anyway.
-func (s *Store) RescueLeases(ctx context.Context) (int64, error) {
-	now := s.Now()
-	skip := ""
-	if s.Dialect == Postgres {
-		skip = " FOR UPDATE SKIP LOCKED"
+// ReturnLease hands back the lease of a claimed task its worker chose not
+// to try (too little lease left): the task is due again at once, and it is
+// neither an attempt nor, since its lease ends with an outcome, a crash.
+func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
+	err := s.W.WithContext(ctx).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
+		updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, s.Now(), t.ID, t.LeaseToken).Error
+	if err != nil {
+		return fmt.Errorf("return lease of task %d: %w", t.ID, err)
 	}
-	res := s.W.WithContext(ctx).Exec(`UPDATE release_tasks SET lease_owner = '', lease_until = NULL, updated_at = ?
-		WHERE id IN (SELECT id FROM release_tasks
-			WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ? ORDER BY id`+skip+`)`, now, now)
-	if res.Error != nil {
-		return 0, fmt.Errorf("rescue leases: %w", res.Error)
-	}
-	return res.RowsAffected, nil
+	return nil
 }
+
+// RescueLeases counts the tries whose lease expired without an outcome as
+// CRASHED failures (see recordLostTries), so the dashboard neither shows
+// them as owned nor waits for the next claim to learn of the crash. It
+// returns how many it counted.
+func (s *Store) RescueLeases(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		var err error
+		n, err = s.recordLostTries(tx, s.Now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("rescue leases: %w", err)
+	}
+	return n, nil
+}
+
+// RerunCandidate is one task a rerun would make due, as its preview shows
+// it: the task, and the epoch-0 RELEASE ledger row its worker's insert
+// would collide with, if there is one.
+type RerunCandidate struct {
+	Task     ReleaseTask
+	Released *Flow
+}
+
+// Rerunnable lists what a rerun of the order's tasks of type t would make
+// due: its RETRY and MANUAL tasks, in the chain's order. The page's preview
+// and the API's dry run both show it.
+func (c *Chain) Rerunnable(t ResourceType) []RerunCandidate {
+	var out []RerunCandidate
+	for _, task := range c.Tasks {
+		if task.ResourceType != t || (task.Status != TaskRetry && task.Status != TaskManual) {
+			continue
+		}
+		rc := RerunCandidate{Task: task.ReleaseTask}
+		// The worker releases in epoch 0.
+		for i, f := range c.Flows {
+			if f.ResourceType == t && f.BizKey == task.BizKey && f.Type == FlowRelease && f.Epoch == 0 {
+				rc.Released = &c.Flows[i]
+			}
+		}
+		out = append(out, rc)
+	}
+	return out
+}
+
+// MaxReasonLen is the longest rerun reason, in characters.
+const MaxReasonLen = 500
+
+// Why a rerun's reason is refused; both are ErrInvalid.
+var (
+	ErrReasonRequired = fmt.Errorf("%w: a rerun needs a reason", ErrInvalid)
+	ErrReasonTooLong  = fmt.Errorf("%w: a rerun reason is at most %d characters", ErrInvalid, MaxReasonLen)
+)
+
+// RerunReason is the one rule for a rerun's reason, on the page, the bulk
+// rerun and the API: trimmed, not empty, at most MaxReasonLen characters.
+// It returns the reason trimmed.
+func RerunReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	switch {
+	case reason == "":
+		return "", ErrReasonRequired
+	case utf8.RuneCountInString(reason) > MaxReasonLen:
+		return "", ErrReasonTooLong
+	}
+	return reason, nil
+}
+
+// rerunSet is the SET list of a rerun: the task is due now with trigger
+// RERUN and a fresh failure budget, and a RETRY_EXHAUSTED class goes back
+// to the last error's, since its "8 of 8 failed" no longer holds.
+const rerunSet = `status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN', rerun_by = ?, rerun_reason = ?,
+	error_class = CASE WHEN error_class = 'RETRY_EXHAUSTED' THEN last_error_class ELSE error_class END, updated_at = ?`
 
 // Rerun makes the RETRY or MANUAL tasks of one resource type of one order due
 // now, with trigger RERUN, and audits it. It never releases anything itself:
@@ -183,13 +330,18 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	if _, err := ParseResourceType(string(t)); err != nil {
 		return 0, err
 	}
+	reason, err := RerunReason(reason)
+	if err != nil {
+		return 0, err
+	}
 	target := "order:" + orderNo + "/" + string(t)
 	var n int64
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		// Rows are locked by id, the order a late payment locks them in.
-		res := tx.Exec(`UPDATE release_tasks SET status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN',
-			rerun_by = ?, rerun_reason = ?, updated_at = ?
+		// Rows are locked by id, the order a late payment locks them in. A
+		// task a worker holds is made due too: the worker takes trigger and
+		// note from the row when it finishes (ReleaseTask), not its copy.
+		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks
 				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)
 			AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)

@@ -60,6 +60,10 @@ func TestTransientFailuresRetryThenManual(t *testing.T) {
 					b.clock.Advance(want[i])
 				} else if r.Outcome != models.OutcomeManual || tk.Status != models.TaskManual || len(tk.AttemptLog) != models.MaxFailures {
 					t.Fatalf("failure %d: %+v, task %s with %d attempts; want MANUAL after 8", i+1, r, tk.Status, len(tk.AttemptLog))
+				} else if tk.ErrorClass != models.ClassRetryExhausted || tk.LastErrorClass != models.ClassTimeout ||
+					tk.LastError != "TIMEOUT: stock service timed out" || r.Class != models.ClassTimeout {
+					t.Fatalf("out of retries: task class %s, last %s %q, result %+v; want RETRY_EXHAUSTED, last TIMEOUT",
+						tk.ErrorClass, tk.LastErrorClass, tk.LastError, r)
 				}
 			}
 			sku, _ := b.s.GetSKU(b.ctx, "sku-1")

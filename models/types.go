@@ -188,7 +188,11 @@ const (
 // ErrorClass classifies a release failure.
 type ErrorClass string
 
-// Error classes. Permanent ones send the task to MANUAL at once.
+// Error classes. Permanent ones send the task to MANUAL at once. CRASHED is
+// a try that panicked or whose lease expired without an outcome (its
+// process was killed); RETRY_EXHAUSTED is the class of a task whose
+// retryable failures reached MaxFailures, with the last one's class kept
+// in LastErrorClass.
 const (
 	ClassLockedShort    ErrorClass = "LOCKED_SHORT"
 	ClassStateMismatch  ErrorClass = "STATE_MISMATCH"
@@ -197,6 +201,7 @@ const (
 	ClassDBBusy         ErrorClass = "DB_BUSY"
 	ClassConnection     ErrorClass = "CONNECTION"
 	ClassUnknown        ErrorClass = "UNKNOWN"
+	ClassCrashed        ErrorClass = "CRASHED"
 	ClassRetryExhausted ErrorClass = "RETRY_EXHAUSTED"
 )
 
@@ -212,7 +217,8 @@ const (
 // last entry repeats. MaxFailures failures send a task to MANUAL.
 var RetrySchedule = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
 
-// MaxFailures is how many transient failures a task may have before MANUAL.
+// MaxFailures is how many transient failures (crashes included) a task may
+// have since its last rerun before MANUAL.
 const MaxFailures = 8
 
 // RetryDelay is the wait after the n-th consecutive failure (n from 1).

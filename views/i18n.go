@@ -101,6 +101,7 @@ var commonText = text{
 	"class.DB_BUSY":         {"数据库繁忙", "DB_BUSY"},
 	"class.CONNECTION":      {"连接中断", "CONNECTION"},
 	"class.UNKNOWN":         {"未知错误", "UNKNOWN"},
+	"class.CRASHED":         {"执行崩溃", "CRASHED"},
 	"class.RETRY_EXHAUSTED": {"重试耗尽", "RETRY_EXHAUSTED"},
 
 	"code.UNUSED":  {"未使用", "UNUSED"},

@@ -85,7 +85,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 		{name: "close unknown order", status: 404, code: "NOT_FOUND", says: "nope",
 			req: request{method: "POST", path: "/api/v1/orders/nope/close", body: `{"reason":"ADMIN"}`}},
 		{name: "rerun unknown order", status: 404, code: "NOT_FOUND", says: "nope",
-			req: request{method: "POST", path: "/api/v1/orders/nope/resources/inventory/rerun"}},
+			req: request{method: "POST", path: "/api/v1/orders/nope/resources/inventory/rerun", body: `{"reason":"r"}`}},
 		{name: "bad order number", status: 400, code: "INVALID_INPUT", says: "order_no",
 			req: request{method: "GET", path: "/api/v1/orders/no%20such"}},
 		{name: "unknown coupon id", status: 404, code: "NOT_FOUND", says: "999",

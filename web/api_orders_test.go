@@ -231,7 +231,7 @@ func TestCloseThenRerun(t *testing.T) {
 			t.Fatalf("audit after rerun = %+v", chain.Audit)
 		}
 
-		rec = b.call("POST", "/api/v1/orders/o-1/resources/inventory/rerun", "")
+		rec = b.call("POST", "/api/v1/orders/o-1/resources/inventory/rerun", `{"reason":"again"}`)
 		wantError(t, rec, http.StatusConflict, "NOTHING_TO_RERUN")
 		if n := b.wakes.Load(); n != 2 {
 			t.Fatalf("a refused rerun woke the worker: %d wakes", n)

@@ -1,16 +1,15 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
-	"unicode/utf8"
+	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
 	"unhold/models"
 )
-
-// maxReasonLen is the longest rerun reason, in characters.
-const maxReasonLen = 500
 
 type rerunBody struct {
 	Reason string `json:"reason"`
@@ -20,9 +19,34 @@ type rerunView struct {
 	Tasks int64 `json:"tasks"`
 }
 
+// rerunPreviewView is a dry run's answer: what the rerun would make due,
+// as the page's preview shows it.
+type rerunPreviewView struct {
+	DryRun bool               `json:"dry_run"`
+	Tasks  []rerunPreviewTask `json:"tasks"`
+}
+
+type rerunPreviewTask struct {
+	ID             int64             `json:"id"`
+	BizKey         string            `json:"biz_key"`
+	Qty            int64             `json:"qty"`
+	Status         models.TaskStatus `json:"status"`
+	ErrorClass     models.ErrorClass `json:"error_class,omitempty"`
+	LastErrorClass models.ErrorClass `json:"last_error_class,omitempty"`
+	LastError      string            `json:"last_error,omitempty"`
+	Attempts       int               `json:"attempts"`
+	Failures       int               `json:"failures"`
+	NextAt         time.Time         `json:"next_at"`
+	// ReleasedBy is the ledger row id of a release already applied, which
+	// the worker's insert would collide with (DUPLICATE).
+	ReleasedBy *int64 `json:"released_by_flow,omitempty"`
+}
+
 // rerun makes an order's RETRY or MANUAL tasks of one resource type due now
 // and wakes the worker; it never releases anything itself. 202: the work is
-// accepted, the worker does it.
+// accepted, the worker does it. It needs a reason (models.RerunReason).
+// With ?dry_run=true it answers 200 with what it would make due, as the
+// page's preview does, and changes and audits nothing.
 func (s *server) rerun(c *echo.Context) error {
 	no, err := orderNoParam(c)
 	if err != nil {
@@ -32,12 +56,18 @@ func (s *server) rerun(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	dry := false
+	if v := c.QueryParam("dry_run"); v != "" {
+		if dry, err = strconv.ParseBool(v); err != nil {
+			return invalidf("dry_run must be true or false, not %q", v)
+		}
+	}
+	if dry {
+		return s.rerunDryRun(c, no, typ)
+	}
 	var body rerunBody
 	if err := readJSON(c, &body, false); err != nil {
 		return err
-	}
-	if utf8.RuneCountInString(body.Reason) > maxReasonLen {
-		return invalidf("reason must be at most %d characters", maxReasonLen)
 	}
 	n, err := s.store.Rerun(c.Request().Context(), no, typ, actor(c), body.Reason)
 	if err != nil {
@@ -45,4 +75,27 @@ func (s *server) rerun(c *echo.Context) error {
 	}
 	s.wakeWorker()
 	return c.JSON(http.StatusAccepted, rerunView{Tasks: n})
+}
+
+// rerunDryRun answers what a rerun would make due; 409 NOTHING_TO_RERUN
+// when it would make nothing due, as the rerun itself would.
+func (s *server) rerunDryRun(c *echo.Context, no string, typ models.ResourceType) error {
+	ch, err := s.store.OrderChain(c.Request().Context(), no)
+	if err != nil {
+		return err
+	}
+	v := rerunPreviewView{DryRun: true, Tasks: []rerunPreviewTask{}}
+	for _, rc := range ch.Rerunnable(typ) {
+		t := rc.Task
+		pt := rerunPreviewTask{ID: t.ID, BizKey: t.BizKey, Qty: t.Qty, Status: t.Status, ErrorClass: t.ErrorClass,
+			LastErrorClass: t.LastErrorClass, LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures, NextAt: t.NextAt}
+		if rc.Released != nil {
+			pt.ReleasedBy = &rc.Released.ID
+		}
+		v.Tasks = append(v.Tasks, pt)
+	}
+	if len(v.Tasks) == 0 {
+		return fmt.Errorf("%w: order %s has no RETRY or MANUAL %s task", models.ErrNothingToRerun, no, typ)
+	}
+	return c.JSON(http.StatusOK, v)
 }

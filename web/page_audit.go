@@ -101,7 +101,14 @@ func auditTargetURL(target string, admin bool) string {
 			return "/recon/diffs/" + rest
 		}
 	case "tasks":
-		return views.Query("/tasks", "type", rest)
+		// tasks:<type>?<the rest of the filter>, as BulkRerunTarget writes it.
+		typ, query, _ := strings.Cut(rest, "?")
+		if v, err := url.ParseQuery(query); err == nil {
+			v.Set("type", typ)
+			if f, err := parseTaskFilter(v); err == nil {
+				return tasksURL("/tasks", f)
+			}
+		}
 	case "job":
 		return "/jobs#job-" + url.PathEscape(rest)
 	case "user":

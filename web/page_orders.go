@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
 
@@ -204,6 +203,7 @@ func chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 		if t := tasks[k]; t != nil {
 			r.Task, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), t.ID, string(t.ErrorClass), t.LastError
 			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason
+			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, models.MaxFailures
 			for _, a := range t.AttemptLog {
 				if a.Outcome == models.OutcomeDuplicate {
 					r.Duplicates++
@@ -317,21 +317,15 @@ func (s *server) rerunPreview(c *echo.Context) error {
 	if err != nil {
 		return s.orderNotFound(c, no, err)
 	}
-	v := views.RerunPreview{No: no, Type: string(typ), MaxLen: maxReasonLen}
-	for _, t := range ch.Tasks {
-		if t.ResourceType != typ || !rerunnableStatus(t.Status) {
-			continue
-		}
+	v := views.RerunPreview{No: no, Type: string(typ), MaxLen: models.MaxReasonLen}
+	for _, rc := range ch.Rerunnable(typ) {
+		t := rc.Task
 		rt := views.RerunTask{ID: t.ID, Key: t.BizKey, Qty: t.Qty, Status: string(t.Status), Class: string(t.ErrorClass),
-			LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures, NextAt: t.NextAt,
-			RerunBy: t.RerunBy, RerunReason: t.RerunReason}
-		// The worker releases in epoch 0: a RELEASE row there is what its
-		// ledger insert would collide with.
-		for _, f := range ch.Flows {
-			if f.ResourceType == typ && f.BizKey == t.BizKey && f.Type == models.FlowRelease && f.Epoch == 0 {
-				rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
-					Actor: f.Actor, At: f.CreatedAt}
-			}
+			LastErrorClass: string(t.LastErrorClass), LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures,
+			MaxFailures: models.MaxFailures, NextAt: t.NextAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
+		if f := rc.Released; f != nil {
+			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
+				Actor: f.Actor, At: f.CreatedAt}
 		}
 		v.Tasks = append(v.Tasks, rt)
 	}
@@ -355,17 +349,17 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 	}
 	r := c.Request()
 	r.Body = http.MaxBytesReader(c.Response(), r.Body, maxRerunFormBytes)
-	reason := strings.TrimSpace(c.FormValue("reason"))
 	ctx := r.Context()
 	t := views.Page{Lang: viewerLang(c)}
 	chain := views.OrderURL(no)
-	if reason == "" || utf8.RuneCountInString(reason) > maxReasonLen {
+	reason, err := models.RerunReason(c.FormValue("reason"))
+	if err != nil {
 		if _, err := s.store.FindOrder(ctx, no); err != nil {
 			return s.orderNotFound(c, no, err)
 		}
 		msg := t.T("orders.flash.reason_required")
-		if reason != "" {
-			msg = t.Tf("orders.flash.reason_long", maxReasonLen)
+		if errors.Is(err, models.ErrReasonTooLong) {
+			msg = t.Tf("orders.flash.reason_long", models.MaxReasonLen)
 		}
 		return redirectWithFlash(c, views.RerunURL(no, string(typ)), false, msg)
 	}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v5"
 
@@ -103,7 +102,7 @@ func taskFilterForm(f models.TaskFilter, oldestFirst bool) views.TaskFilterForm 
 func taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty,
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
-		NextAt: t.NextAt, LastError: t.LastError}
+		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
 	}
@@ -207,12 +206,22 @@ func (s *server) bulkRerunPreview(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	return s.renderBulkRerun(c, http.StatusOK, f, nil)
+}
+
+// renderBulkRerun renders the bulk rerun's confirmation with the count of
+// now; confirmed, when not nil, is the count a refused submit had
+// confirmed, which the page says changed.
+func (s *server) renderBulkRerun(c *echo.Context, status int, f models.TaskFilter, confirmed *int64) error {
 	n, err := s.store.CountRerunnable(c.Request().Context(), f)
 	if err != nil {
 		return s.bulkRerunRefused(c, f, err)
 	}
 	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Due: f.Due, Count: n,
-		BackURL: tasksURL("/tasks", f), MaxReason: maxReasonLen}
+		BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
+	if confirmed != nil {
+		v.Changed, v.Confirmed = true, *confirmed
+	}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = []models.TaskStatus{models.TaskRetry, models.TaskManual}
@@ -232,7 +241,7 @@ func (s *server) bulkRerunPreview(c *echo.Context) error {
 		}
 	}
 	sortHidden(v.Hidden)
-	return render(c, http.StatusOK, views.BulkRerunPage(s.page(c, "tasks.bulk.title", "tasks"), v))
+	return render(c, status, views.BulkRerunPage(s.page(c, "tasks.bulk.title", "tasks"), v))
 }
 
 // sortHidden keeps hidden fields in a stable order, so the page renders alike.
@@ -256,24 +265,22 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 		return invalidf("expected must be the count the preview showed, not %q", form.Get("expected"))
 	}
 	p := flashPage(c)
-	reason := strings.TrimSpace(form.Get("reason"))
+	reason, err := models.RerunReason(form.Get("reason"))
 	switch {
-	case reason == "":
+	case errors.Is(err, models.ErrReasonRequired):
 		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.T("tasks.bulk.noreason"))
-	case utf8.RuneCountInString(reason) > maxReasonLen:
-		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.Tf("tasks.bulk.longreason", maxReasonLen))
+	case errors.Is(err, models.ErrReasonTooLong):
+		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
 	}
-	res, err := s.store.BulkRerun(c.Request().Context(), f, actor(c), reason, expected)
+	n, err := s.store.BulkRerun(c.Request().Context(), f, actor(c), reason, expected)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.T("tasks.bulk.nothing"))
+	case errors.Is(err, models.ErrCountChanged):
+		return s.renderBulkRerun(c, http.StatusConflict, f, &expected)
 	case err != nil:
 		return s.bulkRerunRefused(c, f, err)
 	}
 	s.wakeWorker()
-	msg := p.Tf("tasks.bulk.done", res.Made)
-	if res.Made != res.Expected {
-		msg = p.Tf("tasks.bulk.done.changed", res.Made, res.Expected)
-	}
-	return redirectWithFlash(c, tasksURL("/tasks", f), true, msg)
+	return redirectWithFlash(c, tasksURL("/tasks", f), true, p.Tf("tasks.bulk.done", n))
 }

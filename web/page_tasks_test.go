@@ -347,17 +347,38 @@ func TestBulkRerunPages(t *testing.T) {
 		}
 		before.sameExcept(t, snapshot(t, b), nil)
 
-		// The rerun: the three MANUAL inventory tasks, and nothing else. The
-		// operator confirmed 4, so the flash says 3 of 4.
+		// The operator confirmed 4 and 3 match now: 409, the page again
+		// with the count of now, nothing changed, one refused audit row.
 		b.clock.Advance(time.Minute)
 		tasksBefore := tkTasks(t, b)
 		form.Set("reason", "sku-m recounted")
 		form.Set("expected", "4")
+		before = snapshot(t, b)
+		rec := postForm(b, "/tasks/rerun", form, true)
+		if rec.Code != http.StatusConflict {
+			t.Fatalf("confirming 4 of 3 = %d, want 409\n%s", rec.Code, rec.Body)
+		}
+		checkText(t, rec.Body.String(), "bulk-count", "3")
+		if changed, _ := testidText(rec.Body.String(), "bulk-changed"); !strings.Contains(changed, "you confirmed 4 task(s), and 3 match now") {
+			t.Errorf("changed note = %q", changed)
+		}
+		before.sameExcept(t, snapshot(t, b), map[string]int64{"audit_log": 1})
+		var refused []models.AuditEntry
+		try(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&refused).Error)
+		if len(refused) != 1 || refused[0].Outcome != "refused" || refused[0].Detail != "3 task(s) match, 4 confirmed" {
+			t.Errorf("audit of the refused count = %+v", refused)
+		}
+		if b.wakes.Load() != 0 {
+			t.Error("a refused rerun woke the worker")
+		}
+
+		// The rerun: the three MANUAL inventory tasks, and nothing else.
+		form.Set("expected", "3")
 		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", form, true), true)
 		if loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("redirected to %s", loc)
 		}
-		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "3 task(s) made due (you confirmed 4") {
+		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "3 task(s) made due") {
 			t.Errorf("flash = %q", flash)
 		}
 		if b.wakes.Load() != 1 {
@@ -378,11 +399,18 @@ func TestBulkRerunPages(t *testing.T) {
 			}
 		}
 		var audit []models.AuditEntry
-		try(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&audit).Error)
+		try(t, "audit", b.s.R.Where("action = 'bulk_rerun' AND outcome = 'ok'").Find(&audit).Error)
 		if len(audit) != 1 || audit[0].Target != "tasks:inventory?status=MANUAL" || audit[0].Reason != "sku-m recounted" ||
 			audit[0].Outcome != "ok" || audit[0].Actor != "root" || !strings.Contains(audit[0].Detail, "3 task(s)") {
 			t.Errorf("audit = %+v", audit)
 		}
+		// The audit page links the row to the list it reran, built from the
+		// target's parts.
+		body = getPage(t, b, "/audit?action=bulk_rerun", true, http.StatusOK)
+		if want := `href="/tasks?status=MANUAL&amp;type=inventory"`; !strings.Contains(body, want) {
+			t.Errorf("the audit page lacks the link %s", want)
+		}
+		getPage(t, b, "/tasks?status=MANUAL&type=inventory", true, http.StatusOK)
 
 		// Again: nothing matches. An error flash, a refused audit row, nothing else.
 		before = snapshot(t, b)
