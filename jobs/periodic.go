@@ -112,7 +112,8 @@ func DailyAt(hhmm string) (string, error) {
 //
 //   - release_sweep: wakes this process's worker (per process, unlocked,
 //     unrecorded);
-//   - lease_rescue: clears expired task leases;
+//   - lease_rescue: counts each task lease that expired without an
+//     outcome as a CRASHED try and frees the task;
 //   - timeout_close: closes unpaid orders past their deadline;
 //   - reconcile: daily reconciliation, at ReconcileAt;
 //   - ledger_report: yesterday's ledger totals, shortly after midnight;
@@ -146,7 +147,7 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 			if n == 0 {
 				return "", err
 			}
-			return fmt.Sprintf("cleared %d expired task leases", n), err
+			return fmt.Sprintf("counted %d crashed tries (leases expired without an outcome)", n), err
 		}},
 		Job{Name: JobTimeoutClose, Spec: every(sc.TimeoutClose), Run: func(ctx context.Context) (string, error) {
 			closed, err := s.CloseExpired(ctx, closeBatch)
