@@ -161,6 +161,42 @@ func TestValidUserName(t *testing.T) {
 		{"ali\xffce", false},
 		{"token:erp", false},
 		{"cli:host", false},
+		{"ops-wang_2.b", true},
+		{"Ирина", true},
+		{"Σοφία", true},
+		{"山田はなこ", true},            // Han with Hiragana: Japanese
+		{"김민준", true},              // Hangul
+		{"Kim 金민준", true},          // Latin, Han and Hangul: Korean
+		{"ㄓㄤ 张", true},             // Bopomofo with Han
+		{"Zoë", true},              // Latin with a diacritic
+		{"a\u0308lice", true},      // a combining mark goes with its letter
+		{"аlice", false},           // Cyrillic а with Latin
+		{"pаypal", false},          // the same inside
+		{"Σalice", false},          // Greek with Latin
+		{"Ирина山", false},          // Cyrillic with Han
+		{"김山田はな", false},           // Hangul with kana
+		{"ali\u200bce", false},     // zero-width space
+		{"ali\u200dce", false},     // zero-width joiner
+		{"ali\ufeffce", false},     // byte order mark
+		{"ali\u00adce", false},     // soft hyphen
+		{"ali\u2066ce", false},     // bidi isolate
+		{"ali\u3164ce", false},     // Hangul filler
+		{"ali\ufe0fce", false},     // variation selector
+		{"ali\u00a0ce", false},     // no-break space
+		{"ali\u3000ce", false},     // ideographic space
+		{"ali\u2028ce", false},     // line separator
+		{"ali\ue000ce", false},     // private use
+		{"ali\U000e0001ce", false}, // language tag
+		{"unknown", false},
+		{"Unknown", false},
+		{"SYSTEM", false},
+		{"anonymous", false},
+		{"channel", false},
+		{"worker", false},
+		{"worker:w1", false},
+		{"system:timeout", false},
+		{"anonymous:10.0.0.1", false},
+		{"unknown-alice", true},
 	} {
 		err := models.ValidUserName(tc.name)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, models.ErrInvalid)) {
