@@ -663,6 +663,27 @@ func TestSessionTouch(t *testing.T) {
 	})
 }
 
+// A short idle limit is refreshed often enough: with a one-minute limit,
+// a session used every 20 s stays signed in, and one left alone for the
+// minute ends.
+func TestSessionShortIdle(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.addUser(t, "tia", models.RoleViewer)
+		p := models.SessionPolicy{Idle: time.Minute, Absolute: time.Hour}
+		tok := b.login(t, "tia", goodPW)
+		for i := range 12 {
+			b.clock.Advance(20 * time.Second)
+			if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); err != nil {
+				t.Fatalf("request %d, %s after the login: %v", i+1, time.Duration(i+1)*20*time.Second, err)
+			}
+		}
+		b.clock.Advance(time.Minute)
+		if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("session a minute after its last request = %v", err)
+		}
+	})
+}
+
 // A role change renews the session: a new token with the new role and the
 // same end; the old token stops working.
 func TestSessionRenewOnRoleChange(t *testing.T) {
