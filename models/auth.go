@@ -123,7 +123,7 @@ func ValidUserName(name string) error {
 	scripts := map[string]bool{}
 	for _, c := range name {
 		switch {
-		case unicode.IsControl(c):
+		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
 			return invalid("name must not contain control characters")
 		case invisible(c):
 			return invalid("name must not contain invisible characters (U+%04X)", c)
@@ -322,10 +322,13 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role, actor stri
 }
 
 // SetUserDisabled disables or enables a user. Disabling ends every session
-// of the user in the same transaction; the last enabled admin cannot be
-// disabled.
-func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, actor string) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
+// of the user and revokes every live API token they created, in the same
+// transaction, each token with its own audit row: a leaver's scripts stop
+// with the leaver. revoked is how many tokens that was. The last enabled
+// admin cannot be disabled.
+func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, actor string) (revoked int64, err error) {
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		revoked = 0
 		u, others, err := s.lockUserAndAdmins(tx, id)
 		if err != nil {
 			return err
@@ -347,14 +350,20 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 				return res.Error
 			}
 			action, detail = "user_disable", fmt.Sprintf("%d session(s) ended", res.RowsAffected)
+			if revoked, err = s.revokeTokensOf(tx, u.Name, actor, now); err != nil {
+				return err
+			}
+			if revoked > 0 {
+				detail += fmt.Sprintf("; %d API token(s) revoked", revoked)
+			}
 		}
 		return tx.Create(&AuditEntry{Actor: actor, Action: action, Target: userTarget(u.Name), Outcome: "ok",
 			Detail: detail, CreatedAt: now}).Error
 	})
 	if err != nil {
-		return fmt.Errorf("set user %d disabled=%t: %w", id, disabled, err)
+		return 0, fmt.Errorf("set user %d disabled=%t: %w", id, disabled, err)
 	}
-	return nil
+	return revoked, nil
 }
 
 // ResetPassword sets a user's password, as an admin does for someone who

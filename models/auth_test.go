@@ -292,8 +292,8 @@ func TestUserLifecycle(t *testing.T) {
 			t.Fatalf("role audit = %+v", e)
 		}
 		b.addUser(t, "carol", models.RoleAdmin) // alice is not the last admin
-		b.oneAudit(t, "user_disable", "ok", func() error { return b.s.SetUserDisabled(ctx, u.ID, true, "root") })
-		b.oneAudit(t, "user_enable", "ok", func() error { return b.s.SetUserDisabled(ctx, u.ID, false, "root") })
+		b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, true, "root"); return err })
+		b.oneAudit(t, "user_enable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
 		b.oneAudit(t, "user_reset_password", "ok", func() error { return b.s.ResetPassword(ctx, u.ID, "a new password", "root") })
 		got, err := b.s.UserByID(b.ctx, u.ID)
 		if err != nil || got.Role != models.RoleAdmin || got.Disabled || got.PasswordHash == u.PasswordHash {
@@ -318,7 +318,7 @@ func TestUserLifecycle(t *testing.T) {
 		// No change, no row.
 		before = b.audits(t, "1 = 1")
 		must(t, func() error { return b.s.SetUserRole(ctx, u.ID, models.RoleAdmin, "root") })
-		must(t, func() error { return b.s.SetUserDisabled(ctx, u.ID, false, "root") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
 		if n := b.audits(t, "1 = 1"); n != before {
 			t.Fatalf("changes to the same value wrote %d audit rows", n-before)
 		}
@@ -336,7 +336,7 @@ func TestLastAdmin(t *testing.T) {
 		if err := b.s.SetUserRole(b.ctx, a.ID, models.RoleOperator, "ann"); !errors.As(err, &me) || me.Code != "LAST_ADMIN" {
 			t.Fatalf("demote the last admin = %v", err)
 		}
-		if err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("disable the last admin = %v", err)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
@@ -344,16 +344,16 @@ func TestLastAdmin(t *testing.T) {
 		}
 		// A disabled admin does not count.
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, v.ID, true, "ann") })
-		if err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "ann"); return err })
+		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("disable the last enabled admin = %v", err)
 		}
 		// Demoting a disabled admin is fine; so is ann leaving once vic is back.
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleOperator, "ann") })
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, v.ID, false, "ann") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, false, "ann"); return err })
 		must(t, func() error { return b.s.SetUserRole(b.ctx, a.ID, models.RoleViewer, "ann") })
-		if err := b.s.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, models.ErrLastAdmin) {
+		if _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("vic disabling himself as the last admin = %v", err)
 		}
 
@@ -362,7 +362,7 @@ func TestLastAdmin(t *testing.T) {
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, id := range []int64{a.ID, v.ID} {
-			wg.Go(func() { errs[i] = b.s.SetUserDisabled(b.ctx, id, true, "race") })
+			wg.Go(func() { _, errs[i] = b.s.SetUserDisabled(b.ctx, id, true, "race") })
 		}
 		wg.Wait()
 		if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], models.ErrLastAdmin) || errors.Is(errs[1], models.ErrLastAdmin)) {
@@ -378,6 +378,52 @@ func TestLastAdmin(t *testing.T) {
 	})
 }
 
+// Disabling a user revokes, in the same transaction, the live API tokens
+// they created, each audited; tokens others created live on, and enabling
+// the user again does not bring them back.
+func TestDisableRevokesTokens(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		u := b.addUser(t, "lea", models.RoleAdmin)
+		b.addUser(t, "ann", models.RoleAdmin)
+		_, leas, err := b.s.CreateAPIToken(b.ctx, "lea-erp", models.RoleAdmin, "lea")
+		must(t, func() error { return err })
+		_, old, err := b.s.CreateAPIToken(b.ctx, "lea-old", models.RoleViewer, "lea")
+		must(t, func() error { return err })
+		_, anns, err := b.s.CreateAPIToken(b.ctx, "ann-crm", models.RoleOperator, "ann")
+		must(t, func() error { return err })
+		oldTok, err := b.s.AuthenticateToken(b.ctx, old)
+		must(t, func() error { return err })
+		must(t, func() error { return b.s.RevokeAPIToken(b.ctx, oldTok.ID, "lea") })
+		if n, err := b.s.LiveTokensByCreator(b.ctx); err != nil || n["lea"] != 1 || n["ann"] != 1 {
+			t.Fatalf("live tokens by creator = %v, %v", n, err)
+		}
+		before := b.audits(t, "action = 'token_revoke'")
+		n, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "ann")
+		if err != nil || n != 1 {
+			t.Fatalf("disable = %d revoked, %v; want 1", n, err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("the disabled user's token = %v, want NO_SESSION", err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, anns); err != nil {
+			t.Fatalf("another user's token = %v", err)
+		}
+		if got := b.audits(t, "action = 'token_revoke' AND target = 'token:lea-erp' AND actor = 'ann'"); got != 1 ||
+			b.audits(t, "action = 'token_revoke'") != before+1 {
+			t.Fatalf("%d token_revoke rows for lea-erp, want 1 and no other", got)
+		}
+		if e := b.lastAudit(t); e.Action != "user_disable" || e.Detail != "0 session(s) ended; 1 API token(s) revoked" {
+			t.Fatalf("disable audit = %+v", e)
+		}
+		if n, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "ann"); err != nil || n != 0 {
+			t.Fatalf("enable = %d, %v", n, err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("the token after the user was enabled again = %v", err)
+		}
+	})
+}
+
 // Disabling a user and resetting their password end all their sessions.
 func TestDisableAndResetEndSessions(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
@@ -386,7 +432,7 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 		if n, err := b.s.UserSessions(b.ctx, u.ID); n != 2 || err != nil {
 			t.Fatalf("sessions = %d, %v", n, err)
 		}
-		e := b.oneAudit(t, "user_disable", "ok", func() error { return b.s.SetUserDisabled(b.ctx, u.ID, true, "root") })
+		e := b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "root"); return err })
 		if e.Detail != "2 session(s) ended" {
 			t.Fatalf("disable audit = %+v", e)
 		}
@@ -398,7 +444,7 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "otto", Password: goodPW}); !errors.Is(err, models.ErrBadCredentials) {
 			t.Fatalf("login of a disabled user = %v", err)
 		}
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, u.ID, false, "root") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "root"); return err })
 		t3 := b.login(t, "otto", goodPW)
 		must(t, func() error { return b.s.ResetPassword(b.ctx, u.ID, "reset by root", "root") })
 		if _, _, _, err := b.s.SessionUser(b.ctx, t3, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
