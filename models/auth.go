@@ -368,7 +368,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 
 // ResetPassword sets a user's password, as an admin does for someone who
 // lost theirs, ends every session of the user and lifts a login lock on
-// their name.
+// their name, at every address.
 func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor string) error {
 	if err := ValidPassword(password); err != nil {
 		return err
@@ -388,7 +388,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 		if err != nil {
 			return err
 		}
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := liftLocks(tx, u.Name); err != nil {
 			return err
 		}
 		res := tx.Exec(`DELETE FROM sessions WHERE user_id = ?`, id)
@@ -425,7 +425,8 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	audit := func(outcome, detail string) *AuditEntry {
 		return &AuditEntry{Actor: u.Name, Action: "password_change", Target: userTarget(u.Name), Outcome: outcome, Detail: detail}
 	}
-	if err := s.reserveLogin(ctx, u.Name, RequestMetaFrom(ctx).IP, audit); err != nil {
+	ip := RequestMetaFrom(ctx).IP
+	if err := s.reserveLogin(ctx, u.Name, ip, audit); err != nil {
 		return fmt.Errorf("change password of %s: %w", u.Name, err)
 	}
 	ok := false
@@ -464,7 +465,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 			return res.Error
 		}
 		ended := res.RowsAffected
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := settleLogin(tx, u.Name, ip); err != nil {
 			return err
 		}
 		return auditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)

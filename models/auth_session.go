@@ -167,15 +167,15 @@ func (s *Store) checkPassword(ctx context.Context, u *User, pw string) (why stri
 	return "", nil
 }
 
-// openSession settles a successful login in one transaction: the account's
-// failure count goes, the session is created and last_login_at set, but
+// openSession settles a successful login in one transaction: the name's
+// failures at the address go (see settleLogin), the session is created and last_login_at set, but
 // only while the user is still enabled with the password just checked.
 func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *AuditEntry) (string, error) {
 	p := r.Policy.withDefaults()
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := settleLogin(tx, u.Name, r.IP); err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE users SET last_login_at = ? WHERE id = ? AND disabled = ? AND password_hash = ?`,

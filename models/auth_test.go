@@ -820,10 +820,11 @@ func TestPruneSessions(t *testing.T) {
 		if err != nil || n != 0 {
 			t.Fatalf("prune within the throttle window = %d, %v", n, err)
 		}
-		// The short session, and the throttle rows ip:192.0.2.1, ip:198.51.100.1
-		// and user:ghost (a success deletes its user row).
+		// The short session, and the throttle rows ip:192.0.2.1, user:pat,
+		// ip:198.51.100.1, user:ghost and ghost's pair with 198.51.100.1 (a
+		// success deletes its pair row).
 		n, err = b.s.PruneSessions(b.ctx, b.clock.Now().Add(time.Hour))
-		if err != nil || n != 4 {
+		if err != nil || n != 6 {
 			var rows []map[string]any
 			_ = b.s.R.Raw("SELECT * FROM login_throttle").Scan(&rows).Error
 			t.Fatalf("prune at 1h = %d, %v; throttle %v", n, err, rows)
