@@ -22,6 +22,7 @@ var authText = text{
 	"code.NO_SESSION":        {"未登录或会话已结束", "Not signed in, or the session ended"},
 	"code.UNAUTHENTICATED":   {"未登录", "Not signed in"},
 	"code.FORBIDDEN":         {"无权执行", "Not allowed"},
+	"code.MISDIRECTED":       {"本服务不接受此主机名，请用它的公开网址访问", "This server does not answer to that host name; use its public URL"},
 	"code.CSRF":              {"表单安全令牌无效，请刷新页面后重试", "The form's security token is not valid; reload the page and try again"},
 	"code.BODY_TOO_LARGE":    {"请求内容过大", "Request too large"},
 	"code.USER_EXISTS":       {"用户名已被占用", "That user name is taken"},

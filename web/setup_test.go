@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -47,9 +48,31 @@ type identity struct {
 	token   string // the API token
 }
 
-// testCSRF is the CSRF token serve sends with a state-changing request that
-// carries none: the cookie and the header agree, as a page's form would.
+// testCSRF is a signed-out visitor's pre-session id (the _csrf cookie) for
+// requests that send one; csrfFor makes the token that goes with it.
 const testCSRF = "test-csrf-token-0123456789abcdefghijklmnopq"
+
+// testHost is the Host httptest gives every request, the one host the
+// bundle's server answers to (Deps.Hosts).
+const testHost = "example.com"
+
+// csrfFor is the CSRF token a page's form carries for a session (its
+// cookie's token) or, with visitor true, for a signed-out visitor's
+// pre-session id: the HMAC under the database's csrf secret.
+func (b bundle) csrfFor(t testing.TB, id string, visitor bool) string {
+	t.Helper()
+	key, err := b.s.SiteSecret(b.ctx, "csrf")
+	if err != nil {
+		t.Fatalf("csrf secret: %v", err)
+	}
+	bound := "session:" + id
+	if visitor {
+		bound = "visitor:" + id
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(bound))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
 
 // testSessions is the bundle's session policy: long enough that tests which
 // move the clock by days stay signed in. Session tests use their own.
@@ -94,6 +117,7 @@ func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
 		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
 		Wake:     func() { b.wakes.Add(1) },
 		Sessions: testSessions,
+		Hosts:    []string{testHost},
 	})
 	return b
 }
@@ -153,6 +177,13 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
+// panicT is a testing.TB for set-up that has none: it panics on a failure.
+type panicT struct{ testing.TB }
+
+func (panicT) Helper() {}
+
+func (panicT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
 // lockedBuffer is a log sink that handlers may write from several goroutines.
 type lockedBuffer struct {
 	mu  sync.Mutex
@@ -189,9 +220,9 @@ func (b bundle) call(method, path, body string) *httptest.ResponseRecorder {
 }
 
 // serve sends req through the router, signed as the bundle's identity: its
-// API token for /api/, else its session cookie, plus the CSRF cookie and
-// header a page's form would carry on a state-changing request. What req
-// carries already is left alone.
+// API token for /api/, else its session cookie, plus the CSRF header a
+// page's form would carry on a state-changing request (the session's
+// token). What req carries already is left alone.
 func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
 	if b.who != nil {
 		if strings.HasPrefix(req.URL.Path, "/api/") {
@@ -199,14 +230,15 @@ func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
 				req.Header.Set("Authorization", "Bearer "+b.who.token)
 			}
 		} else {
-			if _, err := req.Cookie("unhold_session"); err != nil {
-				req.AddCookie(&http.Cookie{Name: "unhold_session", Value: b.who.session})
+			session := b.who.session
+			if ck, err := req.Cookie("unhold_session"); err == nil {
+				session = ck.Value
+			} else {
+				req.AddCookie(&http.Cookie{Name: "unhold_session", Value: session})
 			}
-			if _, err := req.Cookie("_csrf"); err != nil {
-				req.AddCookie(&http.Cookie{Name: "_csrf", Value: testCSRF})
-				if req.Method != http.MethodGet && req.Method != http.MethodHead {
-					req.Header.Set("X-CSRF-Token", testCSRF)
-				}
+			_, hasCSRF := req.Header["X-Csrf-Token"]
+			if _, err := req.Cookie("_csrf"); err != nil && !hasCSRF && req.Method != http.MethodGet && req.Method != http.MethodHead {
+				req.Header.Set("X-CSRF-Token", b.csrfFor(panicT{}, session, false))
 			}
 		}
 	}
