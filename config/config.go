@@ -300,7 +300,7 @@ func (c Config) Hosts() []string {
 		u, _ := url.Parse(c.PublicURL) // checked by Load
 		def := map[string]string{"http": "80", "https": "443"}[u.Scheme]
 		if port := u.Port(); port == "" || port == def {
-			return []string{u.Hostname(), net.JoinHostPort(u.Hostname(), def)}
+			return []string{strings.TrimSuffix(net.JoinHostPort(u.Hostname(), ""), ":"), net.JoinHostPort(u.Hostname(), def)}
 		}
 		return []string{u.Host}
 	}
@@ -309,7 +309,7 @@ func (c Config) Hosts() []string {
 	for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
 		out = append(out, net.JoinHostPort(h, port))
 		if (port == "80" && c.TLSCert == "") || (port == "443" && c.TLSCert != "") {
-			out = append(out, strings.Trim(net.JoinHostPort(h, ""), ":"))
+			out = append(out, strings.TrimSuffix(net.JoinHostPort(h, ""), ":"))
 		}
 	}
 	return out
