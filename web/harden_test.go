@@ -334,7 +334,7 @@ func TestForeignHost(t *testing.T) {
 			}
 			return b.as(nil).serve(req)
 		}
-		for _, host := range []string{"rebound.evil.example", "127.0.0.1:9999", "example.com.evil.example", ""} {
+		for _, host := range []string{"rebound.evil.example", "127.0.0.1:9999", "example.com.evil.example"} {
 			for _, path := range []string{"/login", "/", "/api/v1/skus/sku-1", "/metrics"} {
 				rec := get(path, host, nil)
 				if path == "/api/v1/skus/sku-1" || path == "/metrics" {
@@ -343,6 +343,13 @@ func TestForeignHost(t *testing.T) {
 					t.Errorf("GET %s for %q = %d %s, want 421 MISDIRECTED", path, host, rec.Code, rec.Body)
 				}
 			}
+		}
+		noHost := httptest.NewRequest(http.MethodGet, "/login", nil)
+		noHost.Host = ""
+		rec := httptest.NewRecorder()
+		b.e.ServeHTTP(rec, noHost)
+		if rec.Code != http.StatusMisdirectedRequest {
+			t.Errorf("GET /login without a Host = %d, want 421", rec.Code)
 		}
 		before := countAudit(t, b, "denied") + countAudit(t, b, "login")
 		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("name=root&password=x"))

@@ -52,6 +52,9 @@ type identity struct {
 // requests that send one; csrfFor makes the token that goes with it.
 const testCSRF = "test-csrf-token-0123456789abcdefghijklmnopq"
 
+// testCSRFSecret is the bundle database's csrf site secret (base64url).
+const testCSRFSecret = "dGVzdC1jc3JmLXNlY3JldC0wMTIzNDU2Nzg5YWJjZGU"
+
 // testHost is the Host httptest gives every request, the one host the
 // bundle's server answers to (Deps.Hosts).
 const testHost = "example.com"
@@ -112,6 +115,11 @@ func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
 // that cannot hold a user yet.
 func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	// A fixed CSRF secret, and fixed session tokens (signIn), make the
+	// tokens in pages the same on every run, as golden files need.
+	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
+		panic(err)
+	}
 	b.e = web.New(web.Deps{
 		Store:    s,
 		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
@@ -147,7 +155,7 @@ func (b bundle) signIn(name string, role models.Role) (*identity, error) {
 	if err := b.s.W.Create(&u).Error; err != nil {
 		return nil, fmt.Errorf("user %s: %w", name, err)
 	}
-	who := &identity{name: name, role: role, session: "session-" + name + "-" + randHex(16), token: "uh_" + randBase64(32)}
+	who := &identity{name: name, role: role, session: "session-" + sha256Hex(name)[:32], token: "uh_" + randBase64(32)}
 	sess := models.Session{TokenHash: sha256Hex(who.session), UserID: u.ID, Role: role, CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(testSessions.Absolute)}
 	if err := b.s.W.Create(&sess).Error; err != nil {
@@ -219,11 +227,15 @@ func (b bundle) call(method, path, body string) *httptest.ResponseRecorder {
 	return b.serve(req)
 }
 
-// serve sends req through the router, signed as the bundle's identity: its
+// serve sends req through the router (for testHost when it names no host),
+// signed as the bundle's identity: its
 // API token for /api/, else its session cookie, plus the CSRF header a
 // page's form would carry on a state-changing request (the session's
 // token). What req carries already is left alone.
 func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
+	if req.Host == "" {
+		req.Host = testHost // as every HTTP/1.1 client sends one
+	}
 	if b.who != nil {
 		if strings.HasPrefix(req.URL.Path, "/api/") {
 			if req.Header.Get("Authorization") == "" {
