@@ -107,6 +107,11 @@ func setup(t *testing.T, d models.Dialect) bundle {
 
 func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
 	b := anonBundle(s, clock)
+	// A fixed CSRF secret, and fixed session tokens (signIn), make the
+	// tokens in pages the same on every run, as golden files need.
+	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
+		panic(err)
+	}
 	b.who = b.mustSignIn("root", models.RoleAdmin)
 	return b
 }
@@ -115,11 +120,6 @@ func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
 // that cannot hold a user yet.
 func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
-	// A fixed CSRF secret, and fixed session tokens (signIn), make the
-	// tokens in pages the same on every run, as golden files need.
-	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
-		panic(err)
-	}
 	b.e = web.New(web.Deps{
 		Store:    s,
 		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
