@@ -498,23 +498,35 @@ func TestChangePassword(t *testing.T) {
 	})
 }
 
-// An admin's reset lifts the login lock on the user's name: the user who
-// locked themselves out signs in with the new password at once.
+// An admin's reset lifts every login lock on the user's name: the lock at
+// the address they locked themselves out from, and the name-wide one; the
+// user signs in with the new password at once, from there too. A lock of
+// another name that ends in "|rosa" stays.
 func TestResetLiftsLoginLock(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{NameFailures: 7}}, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "rosa", models.RoleViewer)
-		for range 5 {
-			if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "rosa", Password: "not it at all"}); !errors.Is(err, models.ErrBadCredentials) {
-				t.Fatalf("wrong password = %v", err)
+		const home, other = "203.0.113.9", "203.0.113.10"
+		for i := range 7 {
+			ip := home
+			if i >= 5 {
+				ip = other
 			}
+			b.wantBad(t, "rosa", "not it at all", ip)
 		}
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "rosa", Password: goodPW}); !errors.Is(err, models.ErrLoginThrottled) {
-			t.Fatalf("locked = %v", err)
+		for range 5 {
+			b.wantBad(t, "ip:"+home+"|rosa", "x", home)
+		}
+		b.wantThrottled(t, "rosa", goodPW, home, 15*time.Minute)
+		if wait, err := b.attempt("rosa", goodPW, "198.51.100.7"); !errors.Is(err, models.ErrLoginThrottled) || wait <= 0 {
+			t.Fatalf("name-wide lock = %v", err)
 		}
 		if err := b.s.ResetPassword(b.ctx, u.ID, "a brand new password", "admin"); err != nil {
 			t.Fatal(err)
 		}
-		b.login(t, "rosa", "a brand new password")
+		b.wantOK(t, "rosa", "a brand new password", home)
+		if _, err := b.attempt("ip:"+home+"|rosa", "x", home); !errors.Is(err, models.ErrLoginThrottled) {
+			t.Fatalf("the lock of another name was lifted too: %v", err)
+		}
 	})
 }
 
