@@ -377,3 +377,24 @@ func TestForeignHost(t *testing.T) {
 		}
 	})
 }
+
+// The login form's token is bound to the visitor's pre-session id: one
+// visitor's token is refused in another's browser, and works in its own.
+func TestCSRFLoginFormBound(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		a, other := newBrowser(b), newBrowser(b)
+		tokA := formToken(t, a.get("/login").Body.String())
+		tokB := formToken(t, other.get("/login").Body.String())
+		if tokA == tokB {
+			t.Fatal("two visitors got the same login form token")
+		}
+		form := url.Values{"name": {"root"}, "password": {"not the password"}, "_csrf": {tokA}}
+		if rec := other.post("/login", form); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "CSRF") {
+			t.Errorf("visitor A's token in B's browser = %d, want 403 CSRF", rec.Code)
+		}
+		if rec := a.post("/login", form); rec.Code != http.StatusUnauthorized {
+			t.Errorf("visitor A's token in A's browser = %d, want 401 (past CSRF, wrong password)", rec.Code)
+		}
+	})
+}
