@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -981,6 +982,29 @@ func TestAuthMigrationDownUp(t *testing.T) {
 		b.addUser(t, "mia", models.RoleAdmin)
 		if err := b.s.W.Exec("UPDATE audit_log SET role = 'x'").Error; err == nil {
 			t.Fatal("audit_log is no longer append-only")
+		}
+	})
+}
+
+// A site secret is made once, by whichever caller comes first, and every
+// caller (every instance on the database) reads the same one.
+func TestSiteSecretShared(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		keys := make([][]byte, 8)
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		for i := range keys {
+			wg.Go(func() { keys[i], errs[i] = b.s.SiteSecret(b.ctx, "csrf") })
+		}
+		wg.Wait()
+		for i := range keys {
+			if errs[i] != nil || len(keys[i]) != 32 || !bytes.Equal(keys[i], keys[0]) {
+				t.Fatalf("call %d = %x, %v; want the 32 bytes of call 0, %x", i, keys[i], errs[i], keys[0])
+			}
+		}
+		other, err := b.s.SiteSecret(b.ctx, "other")
+		if err != nil || bytes.Equal(other, keys[0]) {
+			t.Fatalf("another secret = %x, %v", other, err)
 		}
 	})
 }

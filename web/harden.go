@@ -123,7 +123,7 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if p := principalOf(c); p != nil {
 			bound = "session:" + p.Session
 		} else {
-			pre := ""
+			var pre string
 			if ck, err := readCookie(c, cookieCSRF); err == nil && len(ck.Value) == 43 {
 				pre = ck.Value
 			} else {
