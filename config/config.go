@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -63,6 +64,10 @@ type Config struct {
 	SessionMax      time.Duration // and this long after sign-in whatever happens
 	MetricsToken    string        // bearer token that may read /metrics from off the loopback; empty: loopback only
 	TLSCert, TLSKey string        // serve HTTPS with this certificate and key (both or neither)
+	// PublicURL is the origin browsers reach the dashboard at
+	// ("https://unhold.example.com"); requests for any other host are
+	// refused (see Hosts). Empty: the loopback names on Addr's port.
+	PublicURL string
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; with none, the client is the connection's address.
 	TrustedProxies []*net.IPNet
@@ -111,6 +116,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	metricsToken := text("metrics-token", "UNHOLD_METRICS_TOKEN", "", "bearer token for /metrics from off the loopback (empty: loopback only)")
 	tlsCert := text("tls-cert", "UNHOLD_TLS_CERT", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
 	tlsKey := text("tls-key", "UNHOLD_TLS_KEY", "", "TLS private key file (PEM); with -tls-cert, serve HTTPS")
+	publicURL := text("public-url", "UNHOLD_PUBLIC_URL", "",
+		"origin browsers use, like https://unhold.example.com; other Host headers are refused (empty: loopback names on -addr's port)")
 	proxies := text("trusted-proxies", "UNHOLD_TRUSTED_PROXIES", "",
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
@@ -206,6 +213,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 		return Config{}, fmt.Errorf("config: %s is set but %s is not; HTTPS needs both", set.name(), unset.name())
 	}
+	if cfg.PublicURL, err = origin(publicURL); err != nil {
+		return Config{}, err
+	}
 	if cfg.TrustedProxies, err = cidrs(proxies); err != nil {
 		return Config{}, err
 	}
@@ -264,6 +274,45 @@ func hostPort(s *setting) (string, error) {
 		return "", s.errorf("a host:port address like 127.0.0.1:8080")
 	}
 	return s.value, nil
+}
+
+// origin accepts "" or an http(s) origin: scheme and host, an optional
+// port and path "/", nothing else; it returns it without the slash, the
+// host in lower case.
+func origin(s *setting) (string, error) {
+	if s.value == "" {
+		return "", nil
+	}
+	u, err := url.Parse(s.value)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
+		return "", s.errorf("empty, or an origin like https://unhold.example.com (scheme, host and port only)")
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
+}
+
+// Hosts are the Host header values the dashboard answers to: the public
+// URL's host (with and without its scheme's default port), or, without
+// one, 127.0.0.1, localhost and [::1] on Addr's port, so that a page on
+// another site cannot reach it under a rebound DNS name.
+func (c Config) Hosts() []string {
+	if c.PublicURL != "" {
+		u, _ := url.Parse(c.PublicURL) // checked by Load
+		def := map[string]string{"http": "80", "https": "443"}[u.Scheme]
+		if port := u.Port(); port == "" || port == def {
+			return []string{strings.TrimSuffix(net.JoinHostPort(u.Hostname(), ""), ":"), net.JoinHostPort(u.Hostname(), def)}
+		}
+		return []string{u.Host}
+	}
+	_, port, _ := net.SplitHostPort(c.Addr)
+	var out []string
+	for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
+		out = append(out, net.JoinHostPort(h, port))
+		if (port == "80" && c.TLSCert == "") || (port == "443" && c.TLSCert != "") {
+			out = append(out, strings.TrimSuffix(net.JoinHostPort(h, ""), ":"))
+		}
+	}
+	return out
 }
 
 func intIn(s *setting, lo, hi int) (int, error) {

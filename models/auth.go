@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -80,10 +82,36 @@ func (User) TableName() string { return "users" }
 // MaxNameLen is the longest user or token name, in characters.
 const MaxNameLen = 64
 
+// reservedNames are actors the code writes into ledgers and the audit log
+// for what is not a user (compared without letter case); the prefixed ones
+// ("token:erp", "worker:w1", "cli:host", "system:timeout",
+// "anonymous:10.0.0.1", "user:u1") are kept out by refusing ':'.
+var reservedNames = []string{"unknown", "system", "anonymous", "channel", "cron", "demo", "worker", "token", "cli", "user"}
+
+// scriptSets are the scripts one name may mix: a name's letters are of one
+// script, but Japanese writes Han with kana, Korean Han with Hangul, and
+// Chinese Han with Bopomofo, and each of these may carry Latin (the
+// "highly restrictive" level of Unicode TS #39). Latin with Cyrillic or
+// Greek, whose letters look alike, is never one name.
+var scriptSets = [][]string{
+	{"Latin", "Han", "Hiragana", "Katakana"},
+	{"Latin", "Han", "Hangul"},
+	{"Latin", "Han", "Bopomofo"},
+}
+
 // ValidUserName accepts a user (or API token) name: 1 to 64 characters of
-// valid UTF-8, without control or bidirectional-override characters and
-// without leading or trailing space. Anything else, quotes and angle
-// brackets included, is a name, stored and shown verbatim.
+// valid UTF-8 and
+//   - no control, format (zero-width, bidirectional), other invisible,
+//     private-use or unassigned characters, and no space but U+0020, never
+//     leading or trailing: what cannot be seen could make one name read as
+//     another in the users list and the audit log;
+//   - letters and digits of one script (see scriptSets); punctuation,
+//     symbols, ASCII digits and combining marks go with any script;
+//   - no ':' and none of reservedNames, so a user never reads as an actor
+//     that is not a user.
+//
+// Anything else, quotes and angle brackets included, is a name, stored and
+// shown verbatim.
 func ValidUserName(name string) error {
 	n := utf8.RuneCountInString(name)
 	if n == 0 || n > MaxNameLen {
@@ -92,24 +120,84 @@ func ValidUserName(name string) error {
 	if !utf8.ValidString(name) {
 		return invalid("name must be valid UTF-8")
 	}
+	scripts := map[string]bool{}
 	for _, c := range name {
-		// Bidi overrides are format characters, not controls, but they make
-		// a name read as another one in the users list and the audit log.
-		if unicode.IsControl(c) || (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069) {
+		switch {
+		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
 			return invalid("name must not contain control characters")
-		}
-		// Audit actors that are not users say what they are with a colon
-		// ("token:erp", "cli:host"); no user may look like one.
-		if c == ':' {
+		case invisible(c):
+			return invalid("name must not contain invisible characters (U+%04X)", c)
+		case c == ':':
 			return invalid("name must not contain ':'")
 		}
+		if s := scriptOf(c); s != "" {
+			scripts[s] = true
+		}
 	}
-	first, _ := utf8.DecodeRuneInString(name)
-	last, _ := utf8.DecodeLastRuneInString(name)
-	if unicode.IsSpace(first) || unicode.IsSpace(last) {
+	if !oneScript(scripts) {
+		return invalid("name must not mix scripts (%s): its letters must be of one script", strings.Join(slices.Sorted(maps.Keys(scripts)), ", "))
+	}
+	if name[0] == ' ' || name[len(name)-1] == ' ' {
 		return invalid("name must not start or end with a space")
 	}
+	for _, r := range reservedNames {
+		if strings.EqualFold(name, r) {
+			return invalid("name %q is reserved for what the logs record", name)
+		}
+	}
 	return nil
+}
+
+// invisible tells whether c shows as nothing, or as a space other than the
+// plain one: format characters (zero-width, joiners, bidi controls, the
+// byte order mark), the other default-ignorable code points (Hangul
+// fillers, variation selectors), other spaces and separators, private-use,
+// surrogate and unassigned code points.
+func invisible(c rune) bool {
+	switch {
+	case c == ' ':
+		return false
+	case unicode.In(c, unicode.Cf, unicode.Co, unicode.Cs, unicode.Z, unicode.Other_Default_Ignorable_Code_Point,
+		unicode.Variation_Selector):
+		return true
+	}
+	return !unicode.In(c, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S)
+}
+
+// scriptOf is the script of a letter or digit c, "" for a character that
+// goes with any script (Common and Inherited: punctuation, symbols, ASCII
+// digits, combining marks).
+func scriptOf(c rune) string {
+	if unicode.In(c, unicode.Common, unicode.Inherited) {
+		return ""
+	}
+	for name, table := range unicode.Scripts {
+		if unicode.Is(table, c) {
+			return name
+		}
+	}
+	return ""
+}
+
+// oneScript tells whether scripts are one script, or within one of
+// scriptSets.
+func oneScript(scripts map[string]bool) bool {
+	if len(scripts) <= 1 {
+		return true
+	}
+	for _, set := range scriptSets {
+		if func() bool {
+			for s := range scripts {
+				if !slices.Contains(set, s) {
+					return false
+				}
+			}
+			return true
+		}() {
+			return true
+		}
+	}
+	return false
 }
 
 func userTarget(name string) string { return "user:" + name }
@@ -234,10 +322,13 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role, actor stri
 }
 
 // SetUserDisabled disables or enables a user. Disabling ends every session
-// of the user in the same transaction; the last enabled admin cannot be
-// disabled.
-func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, actor string) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
+// of the user and revokes every live API token they created, in the same
+// transaction, each token with its own audit row: a leaver's scripts stop
+// with the leaver. revoked is how many tokens that was. The last enabled
+// admin cannot be disabled.
+func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, actor string) (revoked int64, err error) {
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		revoked = 0
 		u, others, err := s.lockUserAndAdmins(tx, id)
 		if err != nil {
 			return err
@@ -259,19 +350,25 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 				return res.Error
 			}
 			action, detail = "user_disable", fmt.Sprintf("%d session(s) ended", res.RowsAffected)
+			if revoked, err = s.revokeTokensOf(tx, u.Name, actor, now); err != nil {
+				return err
+			}
+			if revoked > 0 {
+				detail += fmt.Sprintf("; %d API token(s) revoked", revoked)
+			}
 		}
 		return tx.Create(&AuditEntry{Actor: actor, Action: action, Target: userTarget(u.Name), Outcome: "ok",
 			Detail: detail, CreatedAt: now}).Error
 	})
 	if err != nil {
-		return fmt.Errorf("set user %d disabled=%t: %w", id, disabled, err)
+		return 0, fmt.Errorf("set user %d disabled=%t: %w", id, disabled, err)
 	}
-	return nil
+	return revoked, nil
 }
 
 // ResetPassword sets a user's password, as an admin does for someone who
 // lost theirs, ends every session of the user and lifts a login lock on
-// their name.
+// their name, at every address.
 func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor string) error {
 	if err := ValidPassword(password); err != nil {
 		return err
@@ -291,7 +388,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 		if err != nil {
 			return err
 		}
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := liftLocks(tx, u.Name); err != nil {
 			return err
 		}
 		res := tx.Exec(`DELETE FROM sessions WHERE user_id = ?`, id)
@@ -328,7 +425,8 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	audit := func(outcome, detail string) *AuditEntry {
 		return &AuditEntry{Actor: u.Name, Action: "password_change", Target: userTarget(u.Name), Outcome: outcome, Detail: detail}
 	}
-	if err := s.reserveLogin(ctx, u.Name, RequestMetaFrom(ctx).IP, audit); err != nil {
+	ip := RequestMetaFrom(ctx).IP
+	if err := s.reserveLogin(ctx, u.Name, ip, audit); err != nil {
 		return fmt.Errorf("change password of %s: %w", u.Name, err)
 	}
 	ok := false
@@ -367,7 +465,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 			return res.Error
 		}
 		ended := res.RowsAffected
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := settleLogin(tx, u.Name, ip); err != nil {
 			return err
 		}
 		return auditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)

@@ -55,6 +55,14 @@ func (p SessionPolicy) withDefaults() SessionPolicy {
 // writes it again: one write a minute per session, not one per request.
 const sessionTouchEvery = time.Minute
 
+// touchAfter is how stale last_seen_at may get under p: sessionTouchEvery,
+// but at most a quarter of the idle limit, so that a session in use is
+// never more than that short of its idle end (with a one-minute limit, a
+// request every 20 s keeps it alive).
+func (p SessionPolicy) touchAfter() time.Duration {
+	return min(sessionTouchEvery, p.Idle/4)
+}
+
 // maxUserAgentLen is how much of a User-Agent header is kept.
 const maxUserAgentLen = 256
 
@@ -159,15 +167,15 @@ func (s *Store) checkPassword(ctx context.Context, u *User, pw string) (why stri
 	return "", nil
 }
 
-// openSession settles a successful login in one transaction: the account's
-// failure count goes, the session is created and last_login_at set, but
+// openSession settles a successful login in one transaction: the name's
+// failures at the address go (see settleLogin), the session is created and last_login_at set, but
 // only while the user is still enabled with the password just checked.
 func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *AuditEntry) (string, error) {
 	p := r.Policy.withDefaults()
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, userKey(u.Name)).Error; err != nil {
+		if err := settleLogin(tx, u.Name, r.IP); err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE users SET last_login_at = ? WHERE id = ? AND disabled = ? AND password_hash = ?`,
@@ -202,7 +210,7 @@ const renewGrace = time.Minute
 // SessionUser authenticates a session token. A missing or expired session
 // (idle: no request for Idle; absolute: past its end) or one whose user is
 // disabled is ErrNoSession, and an expired row is deleted. last_seen_at is
-// written only when it is more than a minute old. When the user's role
+// written only when it is older than p.touchAfter(). When the user's role
 // changed since the session was issued, the session is renewed: renewed is
 // the new token (same end), to be set as the cookie, and "" otherwise. The
 // old token takes the new role too and ends within renewGrace, so that a
@@ -275,9 +283,9 @@ func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) 
 		}
 		return u, &next, renewed, nil
 	}
-	if now.Sub(sess.LastSeenAt) > sessionTouchEvery {
+	if every := p.touchAfter(); now.Sub(sess.LastSeenAt) > every {
 		err := s.W.WithContext(ctx).Exec(`UPDATE sessions SET last_seen_at = ? WHERE token_hash = ? AND last_seen_at < ?`,
-			now, hash, now.Add(-sessionTouchEvery)).Error
+			now, hash, now.Add(-every)).Error
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("touch session: %w", err)
 		}

@@ -1,6 +1,7 @@
 package models_test
 
 import (
+	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -161,6 +162,42 @@ func TestValidUserName(t *testing.T) {
 		{"ali\xffce", false},
 		{"token:erp", false},
 		{"cli:host", false},
+		{"ops-wang_2.b", true},
+		{"Ирина", true},
+		{"Σοφία", true},
+		{"山田はなこ", true},            // Han with Hiragana: Japanese
+		{"김민준", true},              // Hangul
+		{"Kim 金민준", true},          // Latin, Han and Hangul: Korean
+		{"ㄓㄤ 张", true},             // Bopomofo with Han
+		{"Zoë", true},              // Latin with a diacritic
+		{"a\u0308lice", true},      // a combining mark goes with its letter
+		{"аlice", false},           // Cyrillic а with Latin
+		{"pаypal", false},          // the same inside
+		{"Σalice", false},          // Greek with Latin
+		{"Ирина山", false},          // Cyrillic with Han
+		{"김山田はな", false},           // Hangul with kana
+		{"ali\u200bce", false},     // zero-width space
+		{"ali\u200dce", false},     // zero-width joiner
+		{"ali\ufeffce", false},     // byte order mark
+		{"ali\u00adce", false},     // soft hyphen
+		{"ali\u2066ce", false},     // bidi isolate
+		{"ali\u3164ce", false},     // Hangul filler
+		{"ali\ufe0fce", false},     // variation selector
+		{"ali\u00a0ce", false},     // no-break space
+		{"ali\u3000ce", false},     // ideographic space
+		{"ali\u2028ce", false},     // line separator
+		{"ali\ue000ce", false},     // private use
+		{"ali\U000e0001ce", false}, // language tag
+		{"unknown", false},
+		{"Unknown", false},
+		{"SYSTEM", false},
+		{"anonymous", false},
+		{"channel", false},
+		{"worker", false},
+		{"worker:w1", false},
+		{"system:timeout", false},
+		{"anonymous:10.0.0.1", false},
+		{"unknown-alice", true},
 	} {
 		err := models.ValidUserName(tc.name)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, models.ErrInvalid)) {
@@ -256,8 +293,8 @@ func TestUserLifecycle(t *testing.T) {
 			t.Fatalf("role audit = %+v", e)
 		}
 		b.addUser(t, "carol", models.RoleAdmin) // alice is not the last admin
-		b.oneAudit(t, "user_disable", "ok", func() error { return b.s.SetUserDisabled(ctx, u.ID, true, "root") })
-		b.oneAudit(t, "user_enable", "ok", func() error { return b.s.SetUserDisabled(ctx, u.ID, false, "root") })
+		b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, true, "root"); return err })
+		b.oneAudit(t, "user_enable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
 		b.oneAudit(t, "user_reset_password", "ok", func() error { return b.s.ResetPassword(ctx, u.ID, "a new password", "root") })
 		got, err := b.s.UserByID(b.ctx, u.ID)
 		if err != nil || got.Role != models.RoleAdmin || got.Disabled || got.PasswordHash == u.PasswordHash {
@@ -282,7 +319,7 @@ func TestUserLifecycle(t *testing.T) {
 		// No change, no row.
 		before = b.audits(t, "1 = 1")
 		must(t, func() error { return b.s.SetUserRole(ctx, u.ID, models.RoleAdmin, "root") })
-		must(t, func() error { return b.s.SetUserDisabled(ctx, u.ID, false, "root") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
 		if n := b.audits(t, "1 = 1"); n != before {
 			t.Fatalf("changes to the same value wrote %d audit rows", n-before)
 		}
@@ -300,7 +337,7 @@ func TestLastAdmin(t *testing.T) {
 		if err := b.s.SetUserRole(b.ctx, a.ID, models.RoleOperator, "ann"); !errors.As(err, &me) || me.Code != "LAST_ADMIN" {
 			t.Fatalf("demote the last admin = %v", err)
 		}
-		if err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("disable the last admin = %v", err)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
@@ -308,16 +345,16 @@ func TestLastAdmin(t *testing.T) {
 		}
 		// A disabled admin does not count.
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, v.ID, true, "ann") })
-		if err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "ann"); return err })
+		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("disable the last enabled admin = %v", err)
 		}
 		// Demoting a disabled admin is fine; so is ann leaving once vic is back.
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleOperator, "ann") })
 		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, v.ID, false, "ann") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, false, "ann"); return err })
 		must(t, func() error { return b.s.SetUserRole(b.ctx, a.ID, models.RoleViewer, "ann") })
-		if err := b.s.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, models.ErrLastAdmin) {
+		if _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, models.ErrLastAdmin) {
 			t.Fatalf("vic disabling himself as the last admin = %v", err)
 		}
 
@@ -326,7 +363,7 @@ func TestLastAdmin(t *testing.T) {
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, id := range []int64{a.ID, v.ID} {
-			wg.Go(func() { errs[i] = b.s.SetUserDisabled(b.ctx, id, true, "race") })
+			wg.Go(func() { _, errs[i] = b.s.SetUserDisabled(b.ctx, id, true, "race") })
 		}
 		wg.Wait()
 		if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], models.ErrLastAdmin) || errors.Is(errs[1], models.ErrLastAdmin)) {
@@ -342,6 +379,52 @@ func TestLastAdmin(t *testing.T) {
 	})
 }
 
+// Disabling a user revokes, in the same transaction, the live API tokens
+// they created, each audited; tokens others created live on, and enabling
+// the user again does not bring them back.
+func TestDisableRevokesTokens(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		u := b.addUser(t, "lea", models.RoleAdmin)
+		b.addUser(t, "ann", models.RoleAdmin)
+		_, leas, err := b.s.CreateAPIToken(b.ctx, "lea-erp", models.RoleAdmin, "lea")
+		must(t, func() error { return err })
+		_, old, err := b.s.CreateAPIToken(b.ctx, "lea-old", models.RoleViewer, "lea")
+		must(t, func() error { return err })
+		_, anns, err := b.s.CreateAPIToken(b.ctx, "ann-crm", models.RoleOperator, "ann")
+		must(t, func() error { return err })
+		oldTok, err := b.s.AuthenticateToken(b.ctx, old)
+		must(t, func() error { return err })
+		must(t, func() error { return b.s.RevokeAPIToken(b.ctx, oldTok.ID, "lea") })
+		if n, err := b.s.LiveTokensByCreator(b.ctx); err != nil || n["lea"] != 1 || n["ann"] != 1 {
+			t.Fatalf("live tokens by creator = %v, %v", n, err)
+		}
+		before := b.audits(t, "action = 'token_revoke'")
+		n, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "ann")
+		if err != nil || n != 1 {
+			t.Fatalf("disable = %d revoked, %v; want 1", n, err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("the disabled user's token = %v, want NO_SESSION", err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, anns); err != nil {
+			t.Fatalf("another user's token = %v", err)
+		}
+		if got := b.audits(t, "action = 'token_revoke' AND target = 'token:lea-erp' AND actor = 'ann'"); got != 1 ||
+			b.audits(t, "action = 'token_revoke'") != before+1 {
+			t.Fatalf("%d token_revoke rows for lea-erp, want 1 and no other", got)
+		}
+		if e := b.lastAudit(t); e.Action != "user_disable" || e.Detail != "0 session(s) ended; 1 API token(s) revoked" {
+			t.Fatalf("disable audit = %+v", e)
+		}
+		if n, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "ann"); err != nil || n != 0 {
+			t.Fatalf("enable = %d, %v", n, err)
+		}
+		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("the token after the user was enabled again = %v", err)
+		}
+	})
+}
+
 // Disabling a user and resetting their password end all their sessions.
 func TestDisableAndResetEndSessions(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
@@ -350,7 +433,7 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 		if n, err := b.s.UserSessions(b.ctx, u.ID); n != 2 || err != nil {
 			t.Fatalf("sessions = %d, %v", n, err)
 		}
-		e := b.oneAudit(t, "user_disable", "ok", func() error { return b.s.SetUserDisabled(b.ctx, u.ID, true, "root") })
+		e := b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "root"); return err })
 		if e.Detail != "2 session(s) ended" {
 			t.Fatalf("disable audit = %+v", e)
 		}
@@ -362,7 +445,7 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "otto", Password: goodPW}); !errors.Is(err, models.ErrBadCredentials) {
 			t.Fatalf("login of a disabled user = %v", err)
 		}
-		must(t, func() error { return b.s.SetUserDisabled(b.ctx, u.ID, false, "root") })
+		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "root"); return err })
 		t3 := b.login(t, "otto", goodPW)
 		must(t, func() error { return b.s.ResetPassword(b.ctx, u.ID, "reset by root", "root") })
 		if _, _, _, err := b.s.SessionUser(b.ctx, t3, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
@@ -416,23 +499,35 @@ func TestChangePassword(t *testing.T) {
 	})
 }
 
-// An admin's reset lifts the login lock on the user's name: the user who
-// locked themselves out signs in with the new password at once.
+// An admin's reset lifts every login lock on the user's name: the lock at
+// the address they locked themselves out from, and the name-wide one; the
+// user signs in with the new password at once, from there too. A lock of
+// another name that ends in "|rosa" stays.
 func TestResetLiftsLoginLock(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{NameFailures: 7}}, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "rosa", models.RoleViewer)
-		for range 5 {
-			if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "rosa", Password: "not it at all"}); !errors.Is(err, models.ErrBadCredentials) {
-				t.Fatalf("wrong password = %v", err)
+		const home, other = "203.0.113.9", "203.0.113.10"
+		for i := range 7 {
+			ip := home
+			if i >= 5 {
+				ip = other
 			}
+			b.wantBad(t, "rosa", "not it at all", ip)
 		}
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "rosa", Password: goodPW}); !errors.Is(err, models.ErrLoginThrottled) {
-			t.Fatalf("locked = %v", err)
+		for range 5 {
+			b.wantBad(t, "ip:"+home+"|rosa", "x", home)
+		}
+		b.wantThrottled(t, "rosa", goodPW, home, 15*time.Minute)
+		if wait, err := b.attempt("rosa", goodPW, "198.51.100.7"); !errors.Is(err, models.ErrLoginThrottled) || wait <= 0 {
+			t.Fatalf("name-wide lock = %v", err)
 		}
 		if err := b.s.ResetPassword(b.ctx, u.ID, "a brand new password", "admin"); err != nil {
 			t.Fatal(err)
 		}
-		b.login(t, "rosa", "a brand new password")
+		b.wantOK(t, "rosa", "a brand new password", home)
+		if _, err := b.attempt("ip:"+home+"|rosa", "x", home); !errors.Is(err, models.ErrLoginThrottled) {
+			t.Fatalf("the lock of another name was lifted too: %v", err)
+		}
 	})
 }
 
@@ -627,6 +722,27 @@ func TestSessionTouch(t *testing.T) {
 	})
 }
 
+// A short idle limit is refreshed often enough: with a one-minute limit,
+// a session used every 20 s stays signed in, and one left alone for the
+// minute ends.
+func TestSessionShortIdle(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.addUser(t, "tia", models.RoleViewer)
+		p := models.SessionPolicy{Idle: time.Minute, Absolute: time.Hour}
+		tok := b.login(t, "tia", goodPW)
+		for i := range 12 {
+			b.clock.Advance(20 * time.Second)
+			if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); err != nil {
+				t.Fatalf("request %d, %s after the login: %v", i+1, time.Duration(i+1)*20*time.Second, err)
+			}
+		}
+		b.clock.Advance(time.Minute)
+		if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); !errors.Is(err, models.ErrNoSession) {
+			t.Fatalf("session a minute after its last request = %v", err)
+		}
+	})
+}
+
 // A role change renews the session: a new token with the new role and the
 // same end; the old token stops working.
 func TestSessionRenewOnRoleChange(t *testing.T) {
@@ -717,10 +833,11 @@ func TestPruneSessions(t *testing.T) {
 		if err != nil || n != 0 {
 			t.Fatalf("prune within the throttle window = %d, %v", n, err)
 		}
-		// The short session, and the throttle rows ip:192.0.2.1, ip:198.51.100.1
-		// and user:ghost (a success deletes its user row).
+		// The short session, and the throttle rows ip:192.0.2.1, user:pat,
+		// ip:198.51.100.1, user:ghost and ghost's pair with 198.51.100.1 (a
+		// success deletes its pair row).
 		n, err = b.s.PruneSessions(b.ctx, b.clock.Now().Add(time.Hour))
-		if err != nil || n != 4 {
+		if err != nil || n != 6 {
 			var rows []map[string]any
 			_ = b.s.R.Raw("SELECT * FROM login_throttle").Scan(&rows).Error
 			t.Fatalf("prune at 1h = %d, %v; throttle %v", n, err, rows)
@@ -865,6 +982,29 @@ func TestAuthMigrationDownUp(t *testing.T) {
 		b.addUser(t, "mia", models.RoleAdmin)
 		if err := b.s.W.Exec("UPDATE audit_log SET role = 'x'").Error; err == nil {
 			t.Fatal("audit_log is no longer append-only")
+		}
+	})
+}
+
+// A site secret is made once, by whichever caller comes first, and every
+// caller (every instance on the database) reads the same one.
+func TestSiteSecretShared(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		keys := make([][]byte, 8)
+		errs := make([]error, len(keys))
+		var wg sync.WaitGroup
+		for i := range keys {
+			wg.Go(func() { keys[i], errs[i] = b.s.SiteSecret(b.ctx, "csrf") })
+		}
+		wg.Wait()
+		for i := range keys {
+			if errs[i] != nil || len(keys[i]) != 32 || !bytes.Equal(keys[i], keys[0]) {
+				t.Fatalf("call %d = %x, %v; want the 32 bytes of call 0, %x", i, keys[i], errs[i], keys[0])
+			}
+		}
+		other, err := b.s.SiteSecret(b.ctx, "other")
+		if err != nil || bytes.Equal(other, keys[0]) {
+			t.Fatalf("another secret = %x, %v", other, err)
 		}
 	})
 }

@@ -5,40 +5,48 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 )
 
 // Login throttling lives in the database (login_throttle), so it holds
-// across instances and restarts. Two keys count each attempt:
+// across instances and restarts. Three keys count each attempt, each
+// before its password is checked (reserve), so that however many attempts
+// run at once, none gets past a limit:
 //
-//   - "user:<name as typed>" counts failures against one account, whether
-//     or not the name exists, so a lock never tells which names do. An
-//     attempt is counted as a failure before its password is checked
-//     (reserve), and a success deletes the row (settle): however many
-//     attempts run at once, no more than AccountFailures get to a password
-//     check before the lock. The failure that reaches AccountFailures locks
-//     the account for BaseLock, each further one doubles it (up to MaxLock);
-//     a locked account refuses attempts without checking or counting them.
-//     The count starts over once a Window has passed since its first
-//     failure, or since the last lock ended.
+//   - "pair:<addr>|<name as typed>" counts failures against one name from
+//     one address (an IPv6 address by its /64), whether or not the name
+//     exists, so a lock never tells which names do. The failure that
+//     reaches AccountFailures locks the name at that address for BaseLock,
+//     each further one doubles it (up to MaxLock); a locked pair refuses
+//     attempts without checking or counting them. The count starts over
+//     once a Window has passed since its first failure, or since the last
+//     lock ended, and a success from the address deletes it. Failures from
+//     one address never stop the right password from another.
+//   - "user:<name as typed>" counts attempts against a name from every
+//     address: past NameFailures in a Window the name is refused until the
+//     window ends, so never for longer than a Window, and a slow guesser
+//     never reaches it. A success takes its own attempt back off.
 //   - "ip:<addr>" counts every attempt from an address, successful or not;
 //     past IPAttempts in a Window the address is refused until the window
 //     ends.
 
 // ThrottlePolicy tunes login throttling; zero fields are the defaults.
 type ThrottlePolicy struct {
-	AccountFailures int           // failures that lock an account; default 5
+	AccountFailures int           // failures against a name from one address that lock it there; default 5
+	NameFailures    int           // failures against a name from anywhere that lock it until the window ends; default 100
 	Window          time.Duration // how long failures are remembered; default 15m
-	BaseLock        time.Duration // first lock; default 1m, doubling per further failure
-	MaxLock         time.Duration // longest lock; default 1h
+	BaseLock        time.Duration // first lock of a name at an address; default 1m, doubling per further failure
+	MaxLock         time.Duration // longest lock of a name at an address; default 1h
 	IPAttempts      int           // attempts one address may make per Window; default 30
 }
 
 // Throttle policy defaults.
 const (
 	DefaultAccountFailures = 5
+	DefaultNameFailures    = 100
 	DefaultThrottleWindow  = 15 * time.Minute
 	DefaultBaseLock        = time.Minute
 	DefaultMaxLock         = time.Hour
@@ -48,6 +56,9 @@ const (
 func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
 	if p.AccountFailures <= 0 {
 		p.AccountFailures = DefaultAccountFailures
+	}
+	if p.NameFailures <= 0 {
+		p.NameFailures = DefaultNameFailures
 	}
 	if p.Window <= 0 {
 		p.Window = DefaultThrottleWindow
@@ -101,6 +112,22 @@ type throttleRow struct {
 
 func userKey(name string) string { return "user:" + name }
 
+// pairKey is the key of a name at an address. No ipKey holds a '|', so
+// the name is everything after the first one.
+func pairKey(name, ip string) string {
+	addr := ""
+	if ip != "" {
+		addr = ipKey(ip)
+	}
+	return "pair:" + addr + "|" + name
+}
+
+// pairName is the name of a pairKey.
+func pairName(key string) string {
+	_, name, _ := strings.Cut(key, "|")
+	return name
+}
+
 // ipKey is the throttle key of an address: an IPv4 address itself, an IPv6
 // one by its /64, which one host usually holds whole (and could otherwise
 // walk through for fresh attempts).
@@ -124,7 +151,7 @@ func (r throttleRow) noted() bool {
 
 // throttleKeys are the rows an attempt counts in, in one lock order.
 func throttleKeys(name, ip string) []string {
-	keys := []string{userKey(name)}
+	keys := []string{pairKey(name, ip), userKey(name)}
 	if ip != "" {
 		keys = append(keys, ipKey(ip))
 	}
@@ -138,9 +165,15 @@ func refusal(rows map[string]*throttleRow, name, ip string, now time.Time, p Thr
 	var wait time.Duration
 	var why string
 	var by []*throttleRow
-	if acct := rows[userKey(name)]; acct != nil && acct.LockedUntil != nil && acct.LockedUntil.After(now) {
-		wait, why = acct.LockedUntil.Sub(now), fmt.Sprintf("account locked after %d failures", acct.Failures)
-		by = append(by, acct)
+	if pair := rows[pairKey(name, ip)]; pair != nil && pair.LockedUntil != nil && pair.LockedUntil.After(now) {
+		wait, why = pair.LockedUntil.Sub(now), fmt.Sprintf("name locked at this address after %d failures", pair.Failures)
+		by = append(by, pair)
+	}
+	if all := rows[userKey(name)]; all != nil && all.LockedUntil != nil && all.LockedUntil.After(now) {
+		by = append(by, all)
+		if w := all.LockedUntil.Sub(now); w > wait {
+			wait, why = w, fmt.Sprintf("name locked after %d failures from all addresses", all.Failures)
+		}
 	}
 	if addr := rows[ipKey(ip)]; ip != "" && addr != nil && addr.Failures >= p.IPAttempts {
 		if w := addr.WindowStart.Add(p.Window).Sub(now); w > 0 {
@@ -221,15 +254,22 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 			return auditIn(tx, audit("throttled", fmt.Sprintf("%s; retry after %s; later refusals of this lock are not recorded",
 				why, wait.Round(time.Second))), now)
 		}
-		acct, addr := rows[userKey(name)], rows[ipKey(ip)]
-		acct.Failures++
-		if acct.Failures >= p.AccountFailures {
+		pair, all, addr := rows[pairKey(name, ip)], rows[userKey(name)], rows[ipKey(ip)]
+		pair.Failures++
+		if pair.Failures >= p.AccountFailures {
 			// The lock is taken now, before the password is checked, so no
 			// concurrent attempt gets past it; a success deletes it. The
 			// window starts over when the lock ends, so a failure after it
 			// doubles the lock however long it was.
-			until := now.Add(p.lockFor(acct.Failures))
-			acct.LockedUntil, acct.WindowStart = &until, until
+			until := now.Add(p.lockFor(pair.Failures))
+			pair.LockedUntil, pair.WindowStart = &until, until
+		}
+		all.Failures++
+		if all.Failures >= p.NameFailures {
+			// Until the window ends and no longer: the name-wide lock only
+			// slows a guesser with many addresses down.
+			until := all.WindowStart.Add(p.Window)
+			all.LockedUntil = &until
 		}
 		if addr != nil {
 			addr.Failures++
@@ -265,4 +305,31 @@ func allNoted(by []*throttleRow) bool {
 		}
 	}
 	return true
+}
+
+// settleLogin records in tx that the attempt reserved for name from ip
+// succeeded: the name's failures at the address are forgotten, and the
+// attempt no longer counts against the name everywhere.
+func settleLogin(tx *gorm.DB, name, ip string) error {
+	if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, pairKey(name, ip)).Error; err != nil {
+		return err
+	}
+	return tx.Exec(`UPDATE login_throttle SET failures = failures - 1 WHERE key = ? AND failures > 0`, userKey(name)).Error
+}
+
+// liftLocks deletes, in tx, every throttle row of name: at every address
+// and from all of them.
+func liftLocks(tx *gorm.DB, name string) error {
+	var keys []string
+	pattern := "pair:%|" + strings.NewReplacer("!", "!!", "%", "!%", "_", "!_").Replace(name)
+	if err := tx.Raw(`SELECT key FROM login_throttle WHERE key LIKE ? ESCAPE '!'`, pattern).Scan(&keys).Error; err != nil {
+		return err
+	}
+	drop := []string{userKey(name)}
+	for _, k := range keys {
+		if pairName(k) == name { // not a name that ends in "|" + name
+			drop = append(drop, k)
+		}
+	}
+	return tx.Exec(`DELETE FROM login_throttle WHERE key IN ?`, drop).Error
 }

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -50,6 +51,14 @@ func (b bundle) wantThrottled(t *testing.T, name, pw, ip string, wait time.Durat
 	}
 }
 
+// wantOK checks that a login succeeds.
+func (b bundle) wantOK(t *testing.T, name, pw, ip string) {
+	t.Helper()
+	if _, err := b.attempt(name, pw, ip); err != nil {
+		t.Fatalf("login %s from %q at %s = %v, want a session", name, ip, b.clock.Now().Format(time.TimeOnly), err)
+	}
+}
+
 // Five failures lock the account for a minute, even against the right
 // password; after the lock one more try is allowed, and a failure doubles
 // the lock. A name that does not exist behaves the same, so a lock does
@@ -87,11 +96,11 @@ func TestThrottleLocksAccount(t *testing.T) {
 					b.wantThrottled(t, name, goodPW, "", 8*time.Minute)
 					return
 				}
-				b.login(t, name, goodPW)
+				b.wantOK(t, name, goodPW, "")
 				for range 4 {
 					b.wantBad(t, name, "wrong password", "")
 				}
-				b.login(t, name, goodPW) // the count started over at the success
+				b.wantOK(t, name, goodPW, "") // the count started over at the success
 			})
 		})
 	}
@@ -183,5 +192,94 @@ func TestThrottleConcurrent(t *testing.T) {
 		if bad > 5 || failed > 5 || bad+throttled != 20 || b.audits(t, "action = 'login' AND outcome = 'throttled'") != 1 {
 			t.Fatalf("%d bad credentials (%d audited failed), %d throttled; want at most 5 checked", bad, failed, throttled)
 		}
+	})
+}
+
+// Failures from one address lock the name there only: the right password
+// from another address still signs in, and the locked address stays
+// refused until its lock ends. A name that does not exist locks the same.
+func TestThrottlePerAddress(t *testing.T) {
+	for _, name := range []string{"alice", "ghost"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			eachEngine(t, func(t *testing.T, b bundle) {
+				b.addUser(t, "alice", models.RoleViewer)
+				for range 5 {
+					b.wantBad(t, name, "wrong password", "127.0.0.1")
+				}
+				if name == "ghost" {
+					b.wantBad(t, name, goodPW, "127.0.0.2")
+				} else {
+					b.wantOK(t, name, goodPW, "127.0.0.2")
+				}
+				b.wantThrottled(t, name, goodPW, "127.0.0.1", time.Minute)
+				b.clock.Advance(time.Minute)
+				if name == "alice" {
+					b.wantOK(t, name, goodPW, "127.0.0.1")
+				}
+			})
+		})
+	}
+}
+
+// Failures from many addresses lock the name everywhere once they reach
+// NameFailures in a window, but only until that window ends: never longer
+// than the window, however the guessing goes on meanwhile.
+func TestThrottleNameCeiling(t *testing.T) {
+	opt := models.Options{Throttle: models.ThrottlePolicy{NameFailures: 6}}
+	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", models.RoleViewer)
+		start := b.clock.Now()
+		for i := range 6 {
+			b.wantBad(t, "alice", "wrong password", fmt.Sprintf("10.0.0.%d", i+1))
+			b.clock.Advance(time.Minute)
+		}
+		b.wantThrottled(t, "alice", goodPW, "10.0.1.1", 9*time.Minute)
+		for i := range 8 { // refused without being counted: the lock does not grow
+			b.wantThrottled(t, "alice", "wrong password", fmt.Sprintf("10.0.2.%d", i+1), 9*time.Minute-time.Duration(i)*time.Minute)
+			b.clock.Advance(time.Minute)
+		}
+		if locked := b.clock.Now().Sub(start); locked != 14*time.Minute {
+			t.Fatalf("clock at %s", locked)
+		}
+		b.wantThrottled(t, "alice", goodPW, "10.0.1.1", time.Minute)
+		b.clock.Advance(time.Minute)
+		b.wantOK(t, "alice", goodPW, "10.0.1.1")
+		if th := b.audits(t, "action = 'login' AND outcome = 'throttled'"); th != 1 {
+			t.Fatalf("%d throttled audit rows for one lock, want 1", th)
+		}
+	})
+}
+
+// A guesser who tries once each time the lock of their address ends keeps
+// that address locked (up to MaxLock) for good, but never the name: the
+// right password from another address signs in all along, and a guess
+// rate under NameFailures a window never locks the name anywhere.
+func TestThrottleSlowGuesser(t *testing.T) {
+	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{NameFailures: 10}}, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", models.RoleViewer)
+		for range 5 {
+			b.wantBad(t, "alice", "wrong password", "127.0.0.1")
+		}
+		for hour := range 12 {
+			wait, err := b.attempt("alice", "wrong password", "127.0.0.1")
+			if !errors.Is(err, models.ErrLoginThrottled) {
+				t.Fatalf("guess at the locked address = %v", err)
+			}
+			b.clock.Advance(wait)
+			b.wantBad(t, "alice", "wrong password", "127.0.0.1")
+			if hour%3 == 0 {
+				b.wantOK(t, "alice", goodPW, "127.0.0.2")
+			}
+		}
+		if wait, _ := b.attempt("alice", goodPW, "127.0.0.1"); wait != time.Hour {
+			t.Fatalf("the guessing address waits %s, want the MaxLock of an hour", wait)
+		}
+		// 9 guesses from 9 addresses every 15 minutes, for two hours.
+		for i := range 8 * 9 {
+			b.wantBad(t, "alice", "wrong password", fmt.Sprintf("10.1.0.%d", i))
+			b.clock.Advance(100 * time.Second)
+		}
+		b.wantOK(t, "alice", goodPW, "127.0.0.2")
 	})
 }

@@ -103,6 +103,53 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) erro
 	return nil
 }
 
+// revokeTokensOf revokes, in tx, the live tokens the user named creator
+// made (api_tokens.created_by holds the audit actor, which for a user is
+// their name; names are unique, never renamed, and no user name has the
+// ':' of other actors), with an audit row each, and returns how many.
+func (s *Store) revokeTokensOf(tx *gorm.DB, creator, actor string, now time.Time) (int64, error) {
+	var live []APIToken
+	err := tx.Raw(`SELECT * FROM api_tokens WHERE created_by = ? AND revoked_at IS NULL ORDER BY id`+s.forUpdate(), creator).
+		Scan(&live).Error
+	if err != nil {
+		return 0, err
+	}
+	for _, t := range live {
+		res := tx.Exec(`UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL`, now, t.ID)
+		if res.Error != nil {
+			return 0, res.Error
+		}
+		if res.RowsAffected != 1 {
+			return 0, fmt.Errorf("api token %d changed while its creator was disabled", t.ID)
+		}
+		err := tx.Create(&AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
+			Detail: t.Prefix + "…; its creator " + userTarget(creator) + " was disabled", CreatedAt: now}).Error
+		if err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(live)), nil
+}
+
+// LiveTokensByCreator counts the live API tokens by who created them, so
+// the users page can say what disabling a user will revoke.
+func (s *Store) LiveTokensByCreator(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		CreatedBy string
+		N         int64
+	}
+	err := s.R.WithContext(ctx).Raw(`SELECT created_by, COUNT(*) AS n FROM api_tokens WHERE revoked_at IS NULL GROUP BY created_by`).
+		Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("live api tokens by creator: %w", err)
+	}
+	out := make(map[string]int64, len(rows))
+	for _, r := range rows {
+		out[r.CreatedBy] = r.N
+	}
+	return out, nil
+}
+
 // AuthenticateToken finds the live token of a secret; ErrNoSession for an
 // unknown, revoked or malformed one. last_used_at is written only when it
 // is more than a minute old.

@@ -44,6 +44,7 @@ type UserRow struct {
 	Disabled, Self                           bool
 	LastLoginAt                              *time.Time
 	Sessions                                 int64
+	Tokens                                   int64 // live API tokens the user created, which disabling revokes
 	CreatedAt                                time.Time
 	RoleURL, DisableURL, EnableURL, ResetURL string
 }

@@ -115,7 +115,7 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 			}
 		default:
-			ck, err := r.Cookie(cookieSession)
+			ck, err := readCookie(c, cookieSession)
 			if err != nil || ck.Value == "" {
 				break
 			}

@@ -148,7 +148,8 @@ func TestLoginRenewsSessionToken(t *testing.T) {
 	})
 }
 
-// Over HTTPS the session cookie is Secure and HSTS is sent; never over HTTP.
+// Over HTTPS every cookie is a __Host- one (Secure, Path=/, no Domain), read
+// by that name only, and HSTS is sent; never over HTTP.
 func TestHTTPSCookiesAndHSTS(t *testing.T) {
 	t.Parallel()
 	b := setup(t, models.SQLite)
@@ -159,12 +160,35 @@ func TestHTTPSCookiesAndHSTS(t *testing.T) {
 	if rec.Code != http.StatusSeeOther {
 		t.Fatalf("login over TLS = %d", rec.Code)
 	}
-	for _, v := range rec.Header().Values("Set-Cookie") {
-		if strings.HasPrefix(v, "unhold_session=") || strings.HasPrefix(v, "_csrf=") {
-			if !strings.Contains(v, "Secure") {
-				t.Errorf("cookie over HTTPS is not Secure: %q", v)
-			}
+	set := rec.Header().Values("Set-Cookie")
+	names := map[string]bool{}
+	for _, v := range set {
+		name, _, _ := strings.Cut(v, "=")
+		names[name] = true
+		if !strings.HasPrefix(name, "__Host-") || !strings.Contains(v, "; Secure") || !strings.Contains(v, "; Path=/;") ||
+			strings.Contains(v, "Domain=") {
+			t.Errorf("cookie over HTTPS is not a __Host- one (Secure, Path=/, no Domain): %q", v)
 		}
+	}
+	if !names["__Host-unhold_session"] || !names["__Host-_csrf"] {
+		t.Fatalf("cookies set at the login over HTTPS: %q", set)
+	}
+	// The prefixed cookies are the ones read over HTTPS: the session works,
+	// and a page's form posts with its token.
+	page := br.get("/account/password")
+	if page.Code != http.StatusOK {
+		t.Fatalf("a page with the __Host- session cookie = %d %s", page.Code, page.Header().Get("Location"))
+	}
+	if rec := br.post("/logout", url.Values{"_csrf": {formToken(t, page.Body.String())}}); rec.Code != http.StatusSeeOther {
+		t.Fatalf("logout over HTTPS = %d %s", rec.Code, rec.Body)
+	}
+	// An unprefixed session cookie (planted over HTTP, or by a sibling
+	// domain) is not read over HTTPS.
+	planted := newBrowser(b)
+	planted.tls = true
+	planted.cookies["unhold_session"] = &http.Cookie{Name: "unhold_session", Value: b.who.session}
+	if rec := planted.get("/account/password"); rec.Code != http.StatusSeeOther {
+		t.Fatalf("an unprefixed session cookie over HTTPS = %d, want the login redirect", rec.Code)
 	}
 	if h := rec.Header().Get("Strict-Transport-Security"); !strings.Contains(h, "max-age=") {
 		t.Errorf("HSTS over HTTPS = %q", h)

@@ -48,7 +48,7 @@ func fuzzBundle(f *testing.F) bundle {
 // cookie and field), from its own address, so that the per-address
 // throttle does not turn every later input into a 429.
 func postLogin(b bundle, remote, name, password, next string) *httptest.ResponseRecorder {
-	form := url.Values{"name": {name}, "password": {password}, "next": {next}, "_csrf": {testCSRF}}
+	form := url.Values{"name": {name}, "password": {password}, "next": {next}, "_csrf": {b.csrfFor(panicT{}, testCSRF, true)}}
 	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.AddCookie(&http.Cookie{Name: "_csrf", Value: testCSRF})

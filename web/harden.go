@@ -1,7 +1,10 @@
 package web
 
 import (
+	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -24,7 +27,7 @@ const maxFormBody = 1 << 20
 const contentSecurityPolicy = "default-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'"
 
 // harden runs before routing, so 404s get it too: a request id, security
-// headers, and a bound on the body.
+// headers, the Host check, and a bound on the body.
 func (s *server) harden(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c *echo.Context) error {
 		r := c.Request()
@@ -45,6 +48,9 @@ func (s *server) harden(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		if !strings.HasPrefix(r.URL.Path, "/static/") {
 			h.Set(echo.HeaderCacheControl, "no-store")
+		}
+		if err := s.checkHost(c); err != nil {
+			return err
 		}
 		if r.ContentLength > maxFormBody {
 			return &apiError{Status: http.StatusRequestEntityTooLarge, Code: "BODY_TOO_LARGE",
@@ -84,8 +90,14 @@ func randomToken(n int) string {
 // CSRF: every state-changing dashboard request must pass both checks.
 //   - Fetch metadata: a browser's Sec-Fetch-Site must say same-origin (or
 //     none, a typed URL); an Origin header, when sent, must be this host.
-//   - A token: the _csrf form field (or X-CSRF-Token header) must equal the
-//     HttpOnly _csrf cookie, which another site can neither read nor set.
+//   - A token bound to the session: the _csrf form field (or X-CSRF-Token
+//     header) must be the HMAC of the session's token under the site's
+//     csrf secret (Store.SiteSecret, shared by every instance on the
+//     database), compared in constant time. A signed-out visitor (the login
+//     form) has a random pre-session id in the HttpOnly _csrf cookie instead,
+//     and the token is the HMAC of that. A token from one session is
+//     refused in any other, and another site can neither read nor set the
+//     cookies it is made from.
 //
 // echo's CSRF middleware accepts a same-origin Sec-Fetch-Site without
 // looking at the token; we want both, so a browser bug or a same-origin
@@ -103,15 +115,24 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if isAPI(r.URL.Path) {
 			return next(c)
 		}
-		token := ""
-		if ck, err := r.Cookie(cookieCSRF); err == nil && len(ck.Value) == 43 {
-			token = ck.Value
+		key, err := s.csrfKey(r.Context())
+		if err != nil {
+			return err
 		}
-		fresh := token == ""
-		if fresh {
-			token = randomToken(32)
-			setCSRFCookie(c, token)
+		var bound string // what the token is the HMAC of
+		if p := principalOf(c); p != nil {
+			bound = "session:" + p.Session
+		} else {
+			var pre string
+			if ck, err := readCookie(c, cookieCSRF); err == nil && len(ck.Value) == 43 {
+				pre = ck.Value
+			} else {
+				pre = randomToken(32)
+				setCSRFCookie(c, pre)
+			}
+			bound = "visitor:" + pre
 		}
+		token := csrfHMAC(key, bound)
 		c.Set(ctxCSRF, token)
 		switch r.Method {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
@@ -130,11 +151,58 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		if sent == "" {
 			sent = r.Header.Get(csrfHeader)
 		}
-		if fresh || subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
+		if subtle.ConstantTimeCompare([]byte(sent), []byte(token)) != 1 {
 			return s.csrfRefused(c, "the form's security token is missing or stale; reload the page and try again")
 		}
 		return next(c)
 	}
+}
+
+// csrfHMAC is the CSRF token of what it is bound to: HMAC-SHA256 under key,
+// base64url.
+func csrfHMAC(key []byte, bound string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(bound))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// csrfKey is the site's CSRF secret, read from the database once and kept.
+func (s *server) csrfKey(ctx context.Context) ([]byte, error) {
+	s.csrfMu.Lock()
+	defer s.csrfMu.Unlock()
+	if s.csrfSecret == nil {
+		key, err := s.store.SiteSecret(ctx, "csrf")
+		if err != nil {
+			return nil, err
+		}
+		s.csrfSecret = key
+	}
+	return s.csrfSecret, nil
+}
+
+// checkHost refuses, with 421 MISDIRECTED before any database work, a
+// request whose Host is not one this server answers to (Deps.Hosts): a
+// page reached under a foreign name is what DNS rebinding needs to read
+// the login form, or anything on the loopback, from another site. The
+// health checks are exempt (probes reach an instance by its address, and
+// they tell nothing), and so is /metrics with its bearer token (scrapers
+// do the same); /metrics for the loopback without the token is not, since
+// a rebound page would be on the loopback too.
+func (s *server) checkHost(c *echo.Context) error {
+	r := c.Request()
+	if len(s.hosts) == 0 || s.hosts[strings.ToLower(r.Host)] {
+		return nil
+	}
+	switch r.URL.Path {
+	case "/healthz", "/readyz":
+		return nil
+	case "/metrics":
+		if tok := bearer(r); s.metricsToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.metricsToken)) == 1 {
+			return nil
+		}
+	}
+	return &apiError{Status: http.StatusMisdirectedRequest, Code: "MISDIRECTED",
+		Message: fmt.Sprintf("this server does not answer to the host %.64q; use its public URL (-public-url)", r.Host)}
 }
 
 // csrfRefused answers 403 CSRF and audits the refusal when someone is
@@ -200,9 +268,30 @@ func (s *server) plainText(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// setCSRFCookie hands the browser the CSRF token for the rest of its
-// session.
-func setCSRFCookie(c *echo.Context, token string) { c.SetCookie(siteCookie(c, cookieCSRF, token, 0)) }
+// setCSRFCookie hands a signed-out browser its pre-session id, which its
+// CSRF token is bound to until it signs in.
+func setCSRFCookie(c *echo.Context, id string) { c.SetCookie(siteCookie(c, cookieCSRF, id, 0)) }
+
+// hostPrefix starts the name of every cookie the server sets over HTTPS:
+// a browser accepts a __Host- cookie only when it is Secure, for path /
+// and without a Domain, so neither a sibling subdomain nor a plain-HTTP
+// page can plant or shadow one.
+const hostPrefix = "__Host-"
+
+// cookieName is the name a cookie of ours has in this request: prefixed
+// over HTTPS.
+func cookieName(c *echo.Context, name string) string {
+	if c.Scheme() == "https" {
+		return hostPrefix + name
+	}
+	return name
+}
+
+// readCookie reads a cookie of ours by its name in this request: over
+// HTTPS only the __Host- one counts.
+func readCookie(c *echo.Context, name string) (*http.Cookie, error) {
+	return c.Request().Cookie(cookieName(c, name))
+}
 
 // csrfToken is the token this request's forms carry.
 func csrfToken(c *echo.Context) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/jobs"
 	"unhold/models"
 	"unhold/web"
 )
@@ -67,18 +68,23 @@ func TestCSRF(t *testing.T) {
 			}
 			return signed.serve(req)
 		}
+		good := b.csrfFor(t, b.who.session, false)
+		other, err := b.signIn("mallory", models.RoleAdmin)
+		try(t, "mallory", err)
 		for _, c := range []struct {
 			name   string
 			form   url.Values
 			cookie string
 			header map[string]string
 		}{
-			{"cross-site with a good token", form(testCSRF), testCSRF, map[string]string{"Sec-Fetch-Site": "cross-site"}},
-			{"same-site sibling", form(testCSRF), testCSRF, map[string]string{"Sec-Fetch-Site": "same-site"}},
-			{"another origin", form(testCSRF), testCSRF, map[string]string{"Origin": "https://evil.example"}},
+			{"cross-site with a good token", form(good), testCSRF, map[string]string{"Sec-Fetch-Site": "cross-site"}},
+			{"same-site sibling", form(good), testCSRF, map[string]string{"Sec-Fetch-Site": "same-site"}},
+			{"another origin", form(good), testCSRF, map[string]string{"Origin": "https://evil.example"}},
 			{"no token", form(""), testCSRF, map[string]string{"Sec-Fetch-Site": "same-origin"}},
-			{"no cookie", form(testCSRF), "", map[string]string{"Sec-Fetch-Site": "same-origin"}},
 			{"token mismatch", form(strings.Repeat("x", 43)), testCSRF, nil},
+			{"the cookie's value as the token", form(testCSRF), testCSRF, nil},
+			{"another session's token", form(b.csrfFor(t, other.session, false)), testCSRF, nil},
+			{"a signed-out visitor's token", form(b.csrfFor(t, testCSRF, true)), testCSRF, nil},
 		} {
 			before := countAudit(t, b, "denied")
 			rec := send(c.form, c.cookie, c.header)
@@ -306,5 +312,89 @@ func TestPlainTextEverywhere(t *testing.T) {
 			}
 		}
 		before.sameExcept(t, snapshot(t, b), nil)
+	})
+}
+
+// A request for a host the server does not answer to is refused with 421
+// before any database work (no audit row, no session read), closing DNS
+// rebinding; the configured host is served. Health checks answer under any
+// name, /metrics only with its token.
+func TestForeignHost(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		const token = "scrape-0123456789abcdef"
+		b.e = web.New(web.Deps{Store: b.s, MetricsToken: token, Sessions: testSessions, Hosts: []string{testHost, "127.0.0.1:8080"},
+			Metrics: jobs.NewMetrics(b.s, nil)})
+		get := func(path, host string, header map[string]string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			req.Host = host
+			req.RemoteAddr = "127.0.0.1:5000"
+			for k, v := range header {
+				req.Header.Set(k, v)
+			}
+			return b.as(nil).serve(req)
+		}
+		for _, host := range []string{"rebound.evil.example", "127.0.0.1:9999", "example.com.evil.example"} {
+			for _, path := range []string{"/login", "/", "/api/v1/skus/sku-1", "/metrics"} {
+				rec := get(path, host, nil)
+				if path == "/api/v1/skus/sku-1" || path == "/metrics" {
+					wantError(t, rec, http.StatusMisdirectedRequest, "MISDIRECTED")
+				} else if rec.Code != http.StatusMisdirectedRequest || !strings.Contains(rec.Body.String(), "MISDIRECTED") {
+					t.Errorf("GET %s for %q = %d %s, want 421 MISDIRECTED", path, host, rec.Code, rec.Body)
+				}
+			}
+		}
+		noHost := httptest.NewRequest(http.MethodGet, "/login", nil)
+		noHost.Host = ""
+		rec := httptest.NewRecorder()
+		b.e.ServeHTTP(rec, noHost)
+		if rec.Code != http.StatusMisdirectedRequest {
+			t.Errorf("GET /login without a Host = %d, want 421", rec.Code)
+		}
+		before := countAudit(t, b, "denied") + countAudit(t, b, "login")
+		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("name=root&password=x"))
+		req.Host = "rebound.evil.example"
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: "unhold_session", Value: b.who.session})
+		if rec := b.as(nil).serve(req); rec.Code != http.StatusMisdirectedRequest {
+			t.Errorf("POST /login for a rebound name = %d", rec.Code)
+		}
+		if after := countAudit(t, b, "denied") + countAudit(t, b, "login"); after != before {
+			t.Errorf("a misdirected request wrote %d audit rows", after-before)
+		}
+		for _, host := range []string{testHost, "EXAMPLE.com", "127.0.0.1:8080"} {
+			if rec := get("/login", host, nil); rec.Code != http.StatusOK {
+				t.Errorf("GET /login for %q = %d", host, rec.Code)
+			}
+		}
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if rec := get(path, "10.1.2.3:8080", nil); rec.Code != http.StatusOK {
+				t.Errorf("GET %s by address = %d %s", path, rec.Code, rec.Body)
+			}
+		}
+		if rec := get("/metrics", "10.1.2.3:8080", map[string]string{"Authorization": "Bearer " + token}); rec.Code != http.StatusOK {
+			t.Errorf("GET /metrics with its token by address = %d", rec.Code)
+		}
+	})
+}
+
+// The login form's token is bound to the visitor's pre-session id: one
+// visitor's token is refused in another's browser, and works in its own.
+func TestCSRFLoginFormBound(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		a, other := newBrowser(b), newBrowser(b)
+		tokA := formToken(t, a.get("/login").Body.String())
+		tokB := formToken(t, other.get("/login").Body.String())
+		if tokA == tokB {
+			t.Fatal("two visitors got the same login form token")
+		}
+		form := url.Values{"name": {"root"}, "password": {"not the password"}, "_csrf": {tokA}}
+		if rec := other.post("/login", form); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "CSRF") {
+			t.Errorf("visitor A's token in B's browser = %d, want 403 CSRF", rec.Code)
+		}
+		if rec := a.post("/login", form); rec.Code != http.StatusUnauthorized {
+			t.Errorf("visitor A's token in A's browser = %d, want 401 (past CSRF, wrong password)", rec.Code)
+		}
 	})
 }

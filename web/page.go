@@ -28,9 +28,10 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 	if who := principalOf(c); who != nil {
 		p.User, p.Role = who.Name, string(who.Role)
 	}
-	if ck, err := r.Cookie(cookieLang); err == nil {
+	if ck, err := readCookie(c, cookieLang); err == nil {
 		p.Lang = views.ParseLang(ck.Value)
 	}
+	// Set by static/app.js, so never prefixed.
 	if ck, err := r.Cookie(cookieTZ); err == nil {
 		if tz, err := url.QueryUnescape(ck.Value); err == nil {
 			if loc := s.zones.load(tz); loc != nil {
@@ -38,7 +39,7 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 			}
 		}
 	}
-	if ck, err := r.Cookie(cookieFlash); err == nil {
+	if ck, err := readCookie(c, cookieFlash); err == nil {
 		if v, err := url.QueryUnescape(ck.Value); err == nil && len(v) > 2 {
 			p.Flash = &views.Flash{OK: v[0] == '1', Text: v[2:]}
 		}
@@ -51,7 +52,7 @@ func (s *server) page(c *echo.Context, title, active string) views.Page {
 // language.
 func flashPage(c *echo.Context) views.Page {
 	p := views.Page{Lang: views.LangZH}
-	if ck, err := c.Cookie(cookieLang); err == nil {
+	if ck, err := readCookie(c, cookieLang); err == nil {
 		p.Lang = views.ParseLang(ck.Value)
 	}
 	return p
@@ -69,10 +70,10 @@ func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {
 }
 
 // siteCookie is a cookie of this site: path /, HttpOnly, SameSite=Lax, and
-// Secure when the request came over HTTPS. maxAge 0 lasts the browser's
+// Secure and __Host- prefixed when the request came over HTTPS. maxAge 0 lasts the browser's
 // session; below 0 deletes the cookie.
 func siteCookie(c *echo.Context, name, value string, maxAge int) *http.Cookie {
-	return &http.Cookie{Name: name, Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
+	return &http.Cookie{Name: cookieName(c, name), Value: value, Path: "/", MaxAge: maxAge, HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: c.Scheme() == "https"}
 }
 

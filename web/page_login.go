@@ -73,7 +73,8 @@ func (s *server) loginSubmit(c *echo.Context) error {
 		}
 	}
 	s.setSessionCookie(c, token)
-	// A new identity gets a new CSRF token too.
+	// The CSRF token is bound to the new session from now on; the next
+	// signed-out visit starts from a new pre-session id.
 	setCSRFCookie(c, randomToken(32))
 	return c.Redirect(http.StatusSeeOther, v.Next)
 }

@@ -376,7 +376,7 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 
 // viewerLang is the viewer's language, for a message made before a redirect.
 func viewerLang(c *echo.Context) views.Lang {
-	if ck, err := c.Request().Cookie(cookieLang); err == nil {
+	if ck, err := readCookie(c, cookieLang); err == nil {
 		return views.ParseLang(ck.Value)
 	}
 	return views.LangZH

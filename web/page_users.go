@@ -26,6 +26,10 @@ func (s *server) renderUsers(c *echo.Context, status int, secret *views.Secret) 
 	if err != nil {
 		return err
 	}
+	tokens, err := s.store.LiveTokensByCreator(ctx)
+	if err != nil {
+		return err
+	}
 	me := principalOf(c)
 	v := views.UsersView{Roles: roleNames(), Secret: secret, MinLen: models.MinPasswordLen}
 	for _, u := range users {
@@ -35,8 +39,9 @@ func (s *server) renderUsers(c *echo.Context, status int, secret *views.Secret) 
 		}
 		base := "/admin/users/" + strconv.FormatInt(u.ID, 10)
 		v.Users = append(v.Users, views.UserRow{ID: u.ID, Name: u.Name, Role: string(u.Role), Disabled: u.Disabled,
-			Self: me != nil && me.UserID == u.ID, LastLoginAt: u.LastLoginAt, Sessions: n, CreatedAt: u.CreatedAt,
-			RoleURL: base + "/role", DisableURL: base + "/disable", EnableURL: base + "/enable", ResetURL: base + "/reset"})
+			Self: me != nil && me.UserID == u.ID, LastLoginAt: u.LastLoginAt, Sessions: n, Tokens: tokens[u.Name],
+			CreatedAt: u.CreatedAt,
+			RoleURL:   base + "/role", DisableURL: base + "/disable", EnableURL: base + "/enable", ResetURL: base + "/reset"})
 	}
 	return render(c, status, views.UsersPage(s.page(c, "users.title", "users"), v))
 }
@@ -83,25 +88,33 @@ func (s *server) userRole(c *echo.Context) error {
 }
 
 // userDisable is POST /admin/users/:id/disable: every session of the user
-// ends at once.
+// ends at once, and the API tokens they created are revoked.
 func (s *server) userDisable(c *echo.Context) error { return s.userSetDisabled(c, true) }
 
 // userEnable is POST /admin/users/:id/enable.
 func (s *server) userEnable(c *echo.Context) error { return s.userSetDisabled(c, false) }
 
 func (s *server) userSetDisabled(c *echo.Context, disabled bool) error {
-	action, key := "user_enable", "users.flash.enabled"
+	action := "user_enable"
 	if disabled {
-		action, key = "user_disable", "users.flash.disabled"
+		action = "user_disable"
 	}
 	u, err := s.otherUser(c, action)
 	if u == nil {
 		return err
 	}
-	if err := s.store.SetUserDisabled(c.Request().Context(), u.ID, disabled, actor(c)); err != nil {
+	revoked, err := s.store.SetUserDisabled(c.Request().Context(), u.ID, disabled, actor(c))
+	if err != nil {
 		return s.refusal(c, "/admin/users", action, "user:"+u.Name, err)
 	}
-	return redirectWithFlash(c, "/admin/users", true, flashPage(c).T(key))
+	t := flashPage(c)
+	switch {
+	case !disabled:
+		return redirectWithFlash(c, "/admin/users", true, t.T("users.flash.enabled"))
+	case revoked > 0:
+		return redirectWithFlash(c, "/admin/users", true, t.Tf("users.flash.disabled.tokens", revoked))
+	}
+	return redirectWithFlash(c, "/admin/users", true, t.T("users.flash.disabled"))
 }
 
 // userReset is POST /admin/users/:id/reset: a new password (typed, or made

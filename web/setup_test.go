@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -47,9 +48,34 @@ type identity struct {
 	token   string // the API token
 }
 
-// testCSRF is the CSRF token serve sends with a state-changing request that
-// carries none: the cookie and the header agree, as a page's form would.
+// testCSRF is a signed-out visitor's pre-session id (the _csrf cookie) for
+// requests that send one; csrfFor makes the token that goes with it.
 const testCSRF = "test-csrf-token-0123456789abcdefghijklmnopq"
+
+// testCSRFSecret is the bundle database's csrf site secret (base64url).
+const testCSRFSecret = "dGVzdC1jc3JmLXNlY3JldC0wMTIzNDU2Nzg5YWJjZGU"
+
+// testHost is the Host httptest gives every request, the one host the
+// bundle's server answers to (Deps.Hosts).
+const testHost = "example.com"
+
+// csrfFor is the CSRF token a page's form carries for a session (its
+// cookie's token) or, with visitor true, for a signed-out visitor's
+// pre-session id: the HMAC under the database's csrf secret.
+func (b bundle) csrfFor(t testing.TB, id string, visitor bool) string {
+	t.Helper()
+	key, err := b.s.SiteSecret(b.ctx, "csrf")
+	if err != nil {
+		t.Fatalf("csrf secret: %v", err)
+	}
+	bound := "session:" + id
+	if visitor {
+		bound = "visitor:" + id
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(bound))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
 
 // testSessions is the bundle's session policy: long enough that tests which
 // move the clock by days stay signed in. Session tests use their own.
@@ -81,6 +107,11 @@ func setup(t *testing.T, d models.Dialect) bundle {
 
 func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
 	b := anonBundle(s, clock)
+	// A fixed CSRF secret, and fixed session tokens (signIn), make the
+	// tokens in pages the same on every run, as golden files need.
+	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
+		panic(err)
+	}
 	b.who = b.mustSignIn("root", models.RoleAdmin)
 	return b
 }
@@ -94,6 +125,7 @@ func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
 		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
 		Wake:     func() { b.wakes.Add(1) },
 		Sessions: testSessions,
+		Hosts:    []string{testHost},
 	})
 	return b
 }
@@ -123,7 +155,7 @@ func (b bundle) signIn(name string, role models.Role) (*identity, error) {
 	if err := b.s.W.Create(&u).Error; err != nil {
 		return nil, fmt.Errorf("user %s: %w", name, err)
 	}
-	who := &identity{name: name, role: role, session: "session-" + name + "-" + randHex(16), token: "uh_" + randBase64(32)}
+	who := &identity{name: name, role: role, session: "session-" + sha256Hex(name)[:32], token: "uh_" + randBase64(32)}
 	sess := models.Session{TokenHash: sha256Hex(who.session), UserID: u.ID, Role: role, CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(testSessions.Absolute)}
 	if err := b.s.W.Create(&sess).Error; err != nil {
@@ -152,6 +184,13 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// panicT is a testing.TB for set-up that has none: it panics on a failure.
+type panicT struct{ testing.TB }
+
+func (panicT) Helper() {}
+
+func (panicT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
 // lockedBuffer is a log sink that handlers may write from several goroutines.
 type lockedBuffer struct {
@@ -188,25 +227,30 @@ func (b bundle) call(method, path, body string) *httptest.ResponseRecorder {
 	return b.serve(req)
 }
 
-// serve sends req through the router, signed as the bundle's identity: its
-// API token for /api/, else its session cookie, plus the CSRF cookie and
-// header a page's form would carry on a state-changing request. What req
-// carries already is left alone.
+// serve sends req through the router (for testHost when it names no host),
+// signed as the bundle's identity: its
+// API token for /api/, else its session cookie, plus the CSRF header a
+// page's form would carry on a state-changing request (the session's
+// token). What req carries already is left alone.
 func (b bundle) serve(req *http.Request) *httptest.ResponseRecorder {
+	if req.Host == "" {
+		req.Host = testHost // as every HTTP/1.1 client sends one
+	}
 	if b.who != nil {
 		if strings.HasPrefix(req.URL.Path, "/api/") {
 			if req.Header.Get("Authorization") == "" {
 				req.Header.Set("Authorization", "Bearer "+b.who.token)
 			}
 		} else {
-			if _, err := req.Cookie("unhold_session"); err != nil {
-				req.AddCookie(&http.Cookie{Name: "unhold_session", Value: b.who.session})
+			session := b.who.session
+			if ck, err := req.Cookie("unhold_session"); err == nil {
+				session = ck.Value
+			} else {
+				req.AddCookie(&http.Cookie{Name: "unhold_session", Value: session})
 			}
-			if _, err := req.Cookie("_csrf"); err != nil {
-				req.AddCookie(&http.Cookie{Name: "_csrf", Value: testCSRF})
-				if req.Method != http.MethodGet && req.Method != http.MethodHead {
-					req.Header.Set("X-CSRF-Token", testCSRF)
-				}
+			_, hasCSRF := req.Header["X-Csrf-Token"]
+			if _, err := req.Cookie("_csrf"); err != nil && !hasCSRF && req.Method != http.MethodGet && req.Method != http.MethodHead {
+				req.Header.Set("X-CSRF-Token", b.csrfFor(panicT{}, session, false))
 			}
 		}
 	}

@@ -7,6 +7,8 @@ package web
 import (
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -41,6 +43,11 @@ type Deps struct {
 	// the client is the connection's address and forwarding headers are
 	// ignored.
 	TrustedProxies []*net.IPNet
+	// Hosts are the Host header values the server answers to (host, or
+	// host:port, as browsers send it); any other is refused with 421
+	// MISDIRECTED, closing DNS rebinding. cmd/unhold always sets them (see
+	// config.Config.Hosts); empty accepts any Host.
+	Hosts []string
 }
 
 // server holds the dependencies every handler uses.
@@ -55,7 +62,11 @@ type server struct {
 
 	sessions     models.SessionPolicy
 	metricsToken string
+	hosts        map[string]bool // lower case; empty: any
 	gates        map[string]gate // by routeKey(method, route path)
+
+	csrfMu     sync.Mutex
+	csrfSecret []byte // see csrfKey
 }
 
 // New builds the echo server with every route in routes.go.
@@ -76,7 +87,10 @@ func New(d Deps) *echo.Echo {
 		sessions.Absolute = 12 * time.Hour
 	}
 	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		sessions: sessions, metricsToken: d.MetricsToken, gates: map[string]gate{}}
+		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
+	for _, h := range d.Hosts {
+		s.hosts[strings.ToLower(h)] = true
+	}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,

@@ -69,10 +69,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	// The Host names are those of the port actually bound (-addr may say :0).
+	listening := cfg
+	listening.Addr = ln.Addr().String()
 	srv := &http.Server{
 		Handler: web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched,
 			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies}),
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
