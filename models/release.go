@@ -162,6 +162,14 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	if err == nil {
 		return ReleaseResult{Outcome: outcome}, nil
 	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		// The process is stopping: the try rolled back unfinished, which
+		// is no failure of the task. Handed back, it is due again at once.
+		if rerr := s.ReturnLease(ctx, t); rerr != nil {
+			return ReleaseResult{}, fmt.Errorf("release task %d: %w (handing the lease back: %v)", t.ID, err, rerr)
+		}
+		return ReleaseResult{}, fmt.Errorf("release task %d: stopped, lease handed back: %w", t.ID, err)
+	}
 	res, ferr := s.recordFailure(ctx, t, worker, start, err)
 	if ferr != nil {
 		return res, fmt.Errorf("release task %d: %w (recording failure: %v)", t.ID, err, ferr)
@@ -237,9 +245,11 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 
 // ReturnLease hands back the lease of a claimed task its worker chose not
 // to try (too little lease left): the task is due again at once, and it is
-// neither an attempt nor, since its lease ends with an outcome, a crash.
+// neither an attempt nor, since its lease ends with an outcome, a crash. A
+// cancelled ctx (the process stopping) does not stop it: left to expire,
+// the lease would count as a crash.
 func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
-	err := s.W.WithContext(ctx).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
+	err := s.W.WithContext(context.WithoutCancel(ctx)).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
 		updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, s.Now(), t.ID, t.LeaseToken).Error
 	if err != nil {
 		return fmt.Errorf("return lease of task %d: %w", t.ID, err)
