@@ -350,6 +350,11 @@ func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason strin
 	refused := "" // why the rerun was refused, for its audit row
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
+		// Tries whose lease has run out were made before this rerun (see
+		// Rerun): counted first, they fall in the budget it resets.
+		if _, err := s.recordLostTries(tx, now); err != nil {
+			return err
+		}
 		cond, args := f.where(now)
 		args = append([]any{now, actor, reason, now, statuses}, args...)
 		// Rows are locked by id, the order a late payment locks them in.

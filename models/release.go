@@ -348,6 +348,11 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	var n int64
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
+		// A try whose lease has already run out was made before this
+		// rerun: counted first, it falls in the budget the rerun resets.
+		if _, err := s.recordLostTries(tx, now); err != nil {
+			return err
+		}
 		// Rows are locked by id, the order a late payment locks them in. A
 		// task a worker holds is made due too: the worker takes trigger and
 		// note from the row when it finishes (ReleaseTask), not its copy.
