@@ -67,8 +67,18 @@ func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read expired leases: %w", err)
 	}
+	return s.countLostTries(tx, lost, now)
+}
+
+// countLostTries counts, among tasks read under lock in tx, each try whose
+// lease expired without an outcome (see recordLostTries), and returns how
+// many it counted.
+func (s *Store) countLostTries(tx *gorm.DB, tasks []ReleaseTask, now time.Time) (int64, error) {
 	var n int64
-	for _, t := range lost {
+	for _, t := range tasks {
+		if (t.Status != TaskPending && t.Status != TaskRetry) || t.LeaseUntil == nil || t.LeaseUntil.After(now) {
+			continue
+		}
 		ended := *t.LeaseUntil
 		// The claim set updated_at; only a rerun writes a leased row since.
 		started := t.UpdatedAt
@@ -348,14 +358,21 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	var n int64
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		// A try whose lease has already run out was made before this
-		// rerun: counted first, it falls in the budget the rerun resets.
-		if _, err := s.recordLostTries(tx, now); err != nil {
+		// Rows are locked by id, the order a late payment locks them in,
+		// all in this one read. A try whose lease has already run out was
+		// made before this rerun: counted first, it falls in the budget
+		// the rerun resets.
+		var held []ReleaseTask
+		err := tx.Raw(`SELECT * FROM release_tasks WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL')
+			ORDER BY id`+s.forUpdate(), orderNo, t).Scan(&held).Error
+		if err != nil {
 			return err
 		}
-		// Rows are locked by id, the order a late payment locks them in. A
-		// task a worker holds is made due too: the worker takes trigger and
-		// note from the row when it finishes (ReleaseTask), not its copy.
+		if _, err := s.countLostTries(tx, held, now); err != nil {
+			return err
+		}
+		// A task a worker holds is made due too: the worker takes trigger
+		// and note from the row when it finishes (ReleaseTask), not its copy.
 		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks
 				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)
