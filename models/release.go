@@ -172,9 +172,10 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	if err == nil {
 		return ReleaseResult{Outcome: outcome}, nil
 	}
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		// The process is stopping: the try rolled back unfinished, which
-		// is no failure of the task. Handed back, it is due again at once.
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The process is stopping: the try rolled back unfinished, whatever
+		// error the driver made of the cancellation, and that is no failure
+		// of the task. Handed back, it is due again at once.
 		if rerr := s.ReturnLease(ctx, t); rerr != nil {
 			return ReleaseResult{}, fmt.Errorf("release task %d: %w (handing the lease back: %v)", t.ID, err, rerr)
 		}
