@@ -73,6 +73,15 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 			return st
 		}
 		for _, t := range tasks {
+			// A stopping process hands back what it has not tried: an
+			// untried task is no failure, and a lease left to expire
+			// would count as a crash.
+			if ctx.Err() != nil {
+				if err := w.s.ReturnLease(ctx, t); err != nil {
+					w.log.Error("return lease", slog.Int64("task_id", t.ID), slog.String("worker", w.id), slog.Any("err", err))
+				}
+				continue
+			}
 			// A batch runs one task after another; a task whose lease would
 			// run out before its try could finish is handed back untried
 			// rather than tried and lost. Left to expire, its lease would
