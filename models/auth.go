@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
 	"gorm.io/gorm"
 )
 
@@ -107,6 +108,10 @@ var scriptSets = [][]string{
 //     another in the users list and the audit log;
 //   - letters and digits of one script (see scriptSets); punctuation,
 //     symbols, ASCII digits and combining marks go with any script;
+//   - in Unicode normalisation form NFKC, and no two spaces in a row: a
+//     decomposed "é", a fullwidth or mathematical "ａ" or "𝖺", a ligature,
+//     or a double space (which HTML shows as one) would make a second name
+//     that reads as the first;
 //   - no ':' and none of reservedNames, so a user never reads as an actor
 //     that is not a user.
 //
@@ -139,6 +144,12 @@ func ValidUserName(name string) error {
 	}
 	if name[0] == ' ' || name[len(name)-1] == ' ' {
 		return invalid("name must not start or end with a space")
+	}
+	if strings.Contains(name, "  ") {
+		return invalid("name must not contain two spaces in a row")
+	}
+	if !norm.NFKC.IsNormalString(name) {
+		return invalid("name must be written in its plain form %q (Unicode NFKC)", norm.NFKC.String(name))
 	}
 	for _, r := range reservedNames {
 		if strings.EqualFold(name, r) {
