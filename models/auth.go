@@ -476,7 +476,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 			return res.Error
 		}
 		ended := res.RowsAffected
-		if err := settleLogin(tx, u.Name, ip); err != nil {
+		if err := settleLogin(tx, u.Name, ip, now, s.throttle); err != nil {
 			return err
 		}
 		return auditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)

@@ -180,7 +180,7 @@ func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *Aud
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := settleLogin(tx, u.Name, r.IP); err != nil {
+		if err := settleLogin(tx, u.Name, r.IP, now, s.throttle); err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE users SET last_login_at = ? WHERE id = ? AND disabled = ? AND password_hash = ?`,
