@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -100,6 +101,27 @@ func TestBrowserRerunFlow(t *testing.T) {
 		}
 		return v
 	}
+	// fill types v into the field sel as a page script would. SendKeys
+	// resolves a DOM node id first, and chromedp now and then loses that id
+	// to a late DOM update on a loaded machine ("Could not find node with
+	// given id"); a script looks the field up when it runs.
+	fill := func(sel, v string) chromedp.Action[chromedp.Void] {
+		js := fmt.Sprintf(`(function () {
+			var e = document.querySelector(%q);
+			if (!e) return false;
+			e.focus();
+			e.value = %q;
+			e.dispatchEvent(new Event("input", {bubbles: true}));
+			return true;
+		})()`, sel, v)
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
+			if err == nil && !ok {
+				err = fmt.Errorf("no %s to fill", sel)
+			}
+			return chromedp.Void{}, err
+		}
+	}
 	do := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		for i, step := range steps {
@@ -147,8 +169,8 @@ func TestBrowserRerunFlow(t *testing.T) {
 	do(
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
-		chromedp.SendKeys(css(`[data-testid="login-form"] input[name="name"]`), "ops-li"),
-		chromedp.SendKeys(css(`[data-testid="login-form"] input[name="password"]`), password),
+		fill(`[data-testid="login-form"] input[name="name"]`, "ops-li"),
+		fill(`[data-testid="login-form"] input[name="password"]`, password),
 		chromedp.Click(css(`[data-testid="login-form"] button[type="submit"]`)),
 		chromedp.WaitVisible(css(`[data-testid="whoami"]`)),
 	)
@@ -166,7 +188,7 @@ func TestBrowserRerunFlow(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid="five-questions"]`)),
 		chromedp.Click(css(`a[data-testid="rerun-inventory"]`)),
 		chromedp.WaitVisible(css(`[data-testid="rerun-form"]`)),
-		chromedp.SendKeys(css(`[data-testid="rerun-form"] textarea`), "stock repaired by hand, ticket OPS-42"),
+		fill(`[data-testid="rerun-form"] textarea`, "stock repaired by hand, ticket OPS-42"),
 	)
 	// Ops repair the data before confirming the rerun.
 	if err := s.W.Exec("UPDATE inventory SET locked = 2, available = 8 WHERE sku_id = 'SKU-1'").Error; err != nil {
