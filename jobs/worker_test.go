@@ -193,3 +193,61 @@ func TestLeaseShortIsNoCrash(t *testing.T) {
 		}
 	})
 }
+
+// A worker told to stop with a batch claimed finishes the try in hand and
+// hands the rest back: after Run returns no task is leased, none is counted
+// CRASHED, and the handed-back tasks are released by the next worker at
+// their first try.
+func TestStopHandsBackClaimedTasks(t *testing.T) {
+	eachEngine(t, func(t *testing.T, d models.Dialect) {
+		ctx, stop := context.WithCancel(context.Background())
+		var first atomic.Bool
+		first.Store(true)
+		s := modelstest.Open(t, d, models.Options{Faults: func(point string, _ *models.ReleaseTask) error {
+			// The stop arrives while the first task of the batch is being
+			// released.
+			if point == models.FaultAfterLedger && first.Swap(false) {
+				stop()
+			}
+			return nil
+		}})
+		if _, err := s.SetStock(context.Background(), "sku-1", 10, 0, "test"); err != nil {
+			t.Fatal(err)
+		}
+		for _, no := range []string{"o-1", "o-2", "o-3", "o-4"} {
+			placeAndClose(t, s, no, 1)
+		}
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		done := make(chan struct{})
+		go func() { w.Run(ctx); close(done) }()
+		w.Wake()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the worker did not stop")
+		}
+		var leased, crashed, failed int64
+		s.R.Model(&models.ReleaseTask{}).Where("lease_until IS NOT NULL").Count(&leased)
+		s.R.Model(&models.TaskAttempt{}).Where("error_class = ?", models.ClassCrashed).Count(&crashed)
+		s.R.Model(&models.ReleaseTask{}).Where("failures > 0").Count(&failed)
+		if leased != 0 || crashed != 0 || failed != 0 {
+			t.Fatalf("after the stop: %d tasks leased, %d CRASHED attempts, %d tasks with failures; want none", leased, crashed, failed)
+		}
+		var doneTasks int64
+		s.R.Model(&models.ReleaseTask{}).Where("status = ?", models.TaskDone).Count(&doneTasks)
+		if doneTasks != 1 {
+			t.Fatalf("%d tasks DONE after the stop, want the one in hand", doneTasks)
+		}
+		next := jobs.NewWorker(s, "w2", 10, 30*time.Second, quietLog())
+		if st := next.Drain(context.Background()); st[models.OutcomeDone] != 3 {
+			t.Fatalf("next drain = %v, want the 3 handed-back tasks DONE", st)
+		}
+		for _, no := range []string{"o-1", "o-2", "o-3", "o-4"} {
+			c, _ := s.OrderChain(context.Background(), no)
+			if tk := c.Tasks[0]; tk.Status != models.TaskDone || tk.Attempts != 1 || tk.Failures != 0 {
+				t.Fatalf("%s: task %+v, want DONE at its first try", no, tk)
+			}
+		}
+		modelstest.CheckInvariants(t, s)
+	})
+}
