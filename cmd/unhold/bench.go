@@ -602,12 +602,12 @@ func loadAvg() string {
 
 // each calls fn(i) for i in [0, n) from clients goroutines; pace, when set,
 // says when call i may start. It stops at the first error.
-func (b *benchRun) each(ctx context.Context, clients, n int, pace func(i int) time.Time, fn func(i int) error) error {
+func (b *benchRun) each(parent context.Context, clients, n int, pace func(i int) time.Time, fn func(i int) error) error {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var once sync.Once
 	var first error
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	for range clients {
 		wg.Add(1)
@@ -635,13 +635,10 @@ func (b *benchRun) each(ctx context.Context, clients, n int, pace func(i int) ti
 		}()
 	}
 	wg.Wait()
-	if first == nil {
-		first = context.Cause(ctx)
-		if errors.Is(first, context.Canceled) && ctx.Err() != nil {
-			first = nil
-		}
+	if first != nil {
+		return first
 	}
-	return first
+	return parent.Err()
 }
 
 // place puts order i through the API, holding one of each resource in the mix.
@@ -730,7 +727,7 @@ func (b *benchRun) waitReleased(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
