@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -264,4 +265,59 @@ func TestBench(t *testing.T) {
 			}
 		})
 	}
+}
+
+// unhold worker stopped (as by SIGTERM) in the middle of a backlog leaves
+// no task leased and none counted CRASHED: the try in hand finishes and
+// the rest of each pool's batch is handed back.
+func TestWorkerStopsMidBacklog(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "stop.db")
+	ctx := context.Background()
+	s, err := models.Open(ctx, db, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600
+	if _, err := s.SetStock(ctx, "sku-1", n, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		no := "o-" + strconv.Itoa(i)
+		if _, _, err := s.PlaceOrder(ctx, models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	worker := startProcess(t, "worker", "-db", db, "-log-format", "json", "-pools", "2", "-worker-batch", "200")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var done int64
+		s.R.Model(&models.ReleaseTask{}).Where("status = ?", models.TaskDone).Count(&done)
+		if done > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("unhold worker released nothing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	worker.shutdown(t)
+	var done, leased, failed int64
+	s.R.Model(&models.ReleaseTask{}).Where("status = ?", models.TaskDone).Count(&done)
+	s.R.Model(&models.ReleaseTask{}).Where("lease_until IS NOT NULL").Count(&leased)
+	s.R.Model(&models.ReleaseTask{}).Where("failures > 0").Count(&failed)
+	if leased != 0 || failed != 0 {
+		t.Fatalf("after the stop: %d tasks leased, %d with failures (%d DONE); want none", leased, failed, done)
+	}
+	if done == n {
+		t.Logf("the worker finished all %d tasks before the stop: nothing was in flight to hand back", n)
+	}
+	modelstest.CheckInvariants(t, s)
 }

@@ -77,6 +77,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	defer stopCron()
 	var workers sync.WaitGroup
 	var sched *jobs.Scheduler
+	// After HTTP, on every way out, before the database closes: workers,
+	// then cron.
+	defer func() {
+		stopWork()
+		workers.Wait()
+		if sched != nil {
+			sched.Stop()
+		}
+	}()
 	var wake func() // nil without a worker: a close then wakes nothing
 	var ids []string
 	if r.work {
@@ -90,7 +99,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if sched, err = startCron(cronCtx, cfg, s, pools[0], loc, log); err != nil {
 			return err
 		}
-		defer sched.Stop()
 		wake()
 	}
 
@@ -162,11 +170,6 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if err := srv.Shutdown(shutCtx); err != nil {
 			log.Error("http shutdown", slog.Any("err", err))
 		}
-	}
-	stopWork()
-	workers.Wait()
-	if sched != nil {
-		sched.Stop()
 	}
 	return nil
 }
