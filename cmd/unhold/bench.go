@@ -347,7 +347,7 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 		time.Sleep(1500 * time.Millisecond)
 	}
 	if opt.mode == benchBacklog || opt.mode == benchTimeout {
-		args := []string{"-pools", strconv.Itoa(opt.pools)}
+		var args []string
 		if opt.mode == benchTimeout {
 			args = append(args, "-timeout-close-every", "1s")
 		}
