@@ -251,14 +251,17 @@ func TestLeaseRenewedWhileRunning(t *testing.T) {
 			<-release
 			return "done", nil
 		}}
-		a, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: sa, Instance: "a", Lease: 300 * time.Millisecond, Log: quietLog()})
+		a, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: sa, Instance: "a", Lease: time.Second, Log: quietLog()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := a.RunNow(context.Background(), "long", "ops:t"); err != nil {
 			t.Fatal(err)
 		}
-		for range 20 { // 1 s: more than three leases
+		// 3.5 s: more than three leases. A lease of a second leaves each
+		// renewal (every third of it) two thirds of a second of slack, which
+		// a loaded machine running -race needs; at 300 ms it did not.
+		for range 70 {
 			got, err := sb.ClaimJob(context.Background(), models.JobClaim{Name: "long", Owner: "b", TriggeredBy: "cron", Lease: time.Minute})
 			if err != nil {
 				t.Fatal(err)

@@ -70,19 +70,20 @@ func (w *Worker) Run(ctx context.Context) {
 // Stats counts what a drain did, by outcome.
 type Stats map[string]int
 
-// handBackTimeout bounds what a stopping worker still writes: the try in
-// hand and the hand-back of the rest of its batch.
+// handBackTimeout bounds the hand-back of the rest of a stopping worker's
+// batch.
 const handBackTimeout = 10 * time.Second
 
 // Drain claims and releases due tasks until none are due or ctx ends. The
-// end of ctx stops it claiming, not mid-write: the try in hand runs to its
-// end under its own timeout, and the claimed tasks not yet tried are handed
-// back (Store.ReturnLease), so they are due again at once for another
-// worker and none waits out its lease to be counted as a crash.
+// end of ctx (the process stopping) stops it claiming; the try in hand
+// rolls back and is handed back by ReleaseTask, and the claimed tasks not
+// yet tried are handed back here (Store.ReturnLease): due again at once for
+// another worker, none is counted as a failure or waits out its lease to be
+// counted as a crash.
 func (w *Worker) Drain(ctx context.Context) Stats {
 	st := Stats{}
-	// Writes outlive ctx: a claim or a try cancelled halfway would leave
-	// a lease behind with no one to finish or return it.
+	// A claim outlives ctx: one cancelled while it commits would leave
+	// leases behind that no one knows of to hand back.
 	wctx := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
 		cctx, cancel := context.WithTimeout(wctx, w.lease)
@@ -113,7 +114,7 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 				w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
 				continue
 			}
-			st[w.release(wctx, t)]++
+			st[w.release(ctx, t)]++
 		}
 	}
 	return st

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
 	"gorm.io/gorm"
 )
 
@@ -107,6 +108,11 @@ var scriptSets = [][]string{
 //     another in the users list and the audit log;
 //   - letters and digits of one script (see scriptSets); punctuation,
 //     symbols, ASCII digits and combining marks go with any script;
+//   - composed (Unicode NFC), no letter or digit in a compatibility form
+//     (one NFKC changes), and no two spaces in a row: a decomposed "é", a
+//     fullwidth or mathematical "ａ" or "𝖺", a ligature, or a double space
+//     (which HTML shows as one) would make a second name that reads as the
+//     first. Fullwidth punctuation, as Chinese is typed, stays;
 //   - no ':' and none of reservedNames, so a user never reads as an actor
 //     that is not a user.
 //
@@ -139,6 +145,17 @@ func ValidUserName(name string) error {
 	}
 	if name[0] == ' ' || name[len(name)-1] == ' ' {
 		return invalid("name must not start or end with a space")
+	}
+	if strings.Contains(name, "  ") {
+		return invalid("name must not contain two spaces in a row")
+	}
+	if !norm.NFC.IsNormalString(name) {
+		return invalid("name must be written with composed characters, as %q", norm.NFC.String(name))
+	}
+	for _, c := range name {
+		if plain := norm.NFKC.String(string(c)); unicode.In(c, unicode.L, unicode.N) && plain != string(c) {
+			return invalid("name must not contain %q (U+%04X), a form of %q", c, c, plain)
+		}
 	}
 	for _, r := range reservedNames {
 		if strings.EqualFold(name, r) {
@@ -465,7 +482,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 			return res.Error
 		}
 		ended := res.RowsAffected
-		if err := settleLogin(tx, u.Name, ip); err != nil {
+		if err := settleLogin(tx, u.Name, ip, now, s.throttle); err != nil {
 			return err
 		}
 		return auditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -90,7 +92,10 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 	// and the password check needs them. openSession goes on only while the
 	// row is still as read.
 	var u *User
-	if ValidUserName(r.Name) == nil { // no other name can exist
+	// Any name that fits a users row is looked up, not only one today's
+	// ValidUserName accepts: a user made under an earlier, looser rule keeps
+	// signing in. No row holds a NUL, which PostgreSQL cannot even compare.
+	if n := utf8.RuneCountInString(r.Name); n > 0 && n <= MaxNameLen && utf8.ValidString(r.Name) && !strings.ContainsRune(r.Name, 0) {
 		found, err := s.UserByName(ctx, r.Name)
 		switch {
 		case err == nil:
@@ -175,7 +180,7 @@ func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *Aud
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := settleLogin(tx, u.Name, r.IP); err != nil {
+		if err := settleLogin(tx, u.Name, r.IP, now, s.throttle); err != nil {
 			return err
 		}
 		res := tx.Exec(`UPDATE users SET last_login_at = ? WHERE id = ? AND disabled = ? AND password_hash = ?`,

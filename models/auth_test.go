@@ -165,12 +165,14 @@ func TestValidUserName(t *testing.T) {
 		{"ops-wang_2.b", true},
 		{"Ирина", true},
 		{"Σοφία", true},
-		{"山田はなこ", true},            // Han with Hiragana: Japanese
-		{"김민준", true},              // Hangul
-		{"Kim 金민준", true},          // Latin, Han and Hangul: Korean
-		{"ㄓㄤ 张", true},             // Bopomofo with Han
-		{"Zoë", true},              // Latin with a diacritic
-		{"a\u0308lice", true},      // a combining mark goes with its letter
+		{"山田はなこ", true},        // Han with Hiragana: Japanese
+		{"김민준", true},          // Hangul
+		{"Kim 金민준", true},      // Latin, Han and Hangul: Korean
+		{"ㄓㄤ 张", true},         // Bopomofo with Han
+		{"Zoë", true},          // Latin with a diacritic
+		{"q\u0308lice", true},  // a combining mark goes with its letter
+		{"a\u0308lice", false}, // decomposed: reads as the precomposed "\u00e4lice"
+		{"\u00e4lice", true},
 		{"аlice", false},           // Cyrillic а with Latin
 		{"pаypal", false},          // the same inside
 		{"Σalice", false},          // Greek with Latin

@@ -28,7 +28,13 @@ import (
 //   - "user:<name as typed>" counts attempts against a name from every
 //     address: past NameFailures in a Window the name is refused until the
 //     window ends, so never for longer than a Window, and a slow guesser
-//     never reaches it. A success takes its own attempt back off.
+//     never reaches it. A success takes its own attempt back off. An
+//     address the name signed in from within KnownFor is not refused by
+//     it: otherwise NameFailures guesses at the start of every window,
+//     from a few addresses, would keep the user out for good.
+//   - "known:<addr>|<name>" says the name signed in from the address; its
+//     locked_until is when that stops counting (KnownFor after the last
+//     success), so PruneSessions keeps it until then.
 //   - "ip:<addr>" counts every attempt from an address, successful or not;
 //     past IPAttempts in a Window the address is refused until the window
 //     ends.
@@ -41,6 +47,7 @@ type ThrottlePolicy struct {
 	BaseLock        time.Duration // first lock of a name at an address; default 1m, doubling per further failure
 	MaxLock         time.Duration // longest lock of a name at an address; default 1h
 	IPAttempts      int           // attempts one address may make per Window; default 30
+	KnownFor        time.Duration // how long an address a name signed in from passes the name-wide lock; default 30 days
 }
 
 // Throttle policy defaults.
@@ -51,6 +58,7 @@ const (
 	DefaultBaseLock        = time.Minute
 	DefaultMaxLock         = time.Hour
 	DefaultIPAttempts      = 30
+	DefaultKnownFor        = 30 * 24 * time.Hour
 )
 
 func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
@@ -74,6 +82,9 @@ func (p ThrottlePolicy) withDefaults() ThrottlePolicy {
 	}
 	if p.IPAttempts <= 0 {
 		p.IPAttempts = DefaultIPAttempts
+	}
+	if p.KnownFor <= 0 {
+		p.KnownFor = DefaultKnownFor
 	}
 	return p
 }
@@ -122,6 +133,9 @@ func pairKey(name, ip string) string {
 	return "pair:" + addr + "|" + name
 }
 
+// knownKey is the key that says name signed in from ip.
+func knownKey(name, ip string) string { return "known:" + ipKey(ip) + "|" + name }
+
 // pairName is the name of a pairKey.
 func pairName(key string) string {
 	_, name, _ := strings.Cut(key, "|")
@@ -160,8 +174,10 @@ func throttleKeys(name, ip string) []string {
 }
 
 // refusal says whether rows (by key, each already reset when over) refuse
-// an attempt at now: how long to wait, why, and the refusing rows.
-func refusal(rows map[string]*throttleRow, name, ip string, now time.Time, p ThrottlePolicy) (time.Duration, string, []*throttleRow) {
+// an attempt at now: how long to wait, why, and the refusing rows. known
+// is whether name signed in from ip lately; the name-wide lock does not
+// refuse it.
+func refusal(rows map[string]*throttleRow, name, ip string, known bool, now time.Time, p ThrottlePolicy) (time.Duration, string, []*throttleRow) {
 	var wait time.Duration
 	var why string
 	var by []*throttleRow
@@ -169,7 +185,7 @@ func refusal(rows map[string]*throttleRow, name, ip string, now time.Time, p Thr
 		wait, why = pair.LockedUntil.Sub(now), fmt.Sprintf("name locked at this address after %d failures", pair.Failures)
 		by = append(by, pair)
 	}
-	if all := rows[userKey(name)]; all != nil && all.LockedUntil != nil && all.LockedUntil.After(now) {
+	if all := rows[userKey(name)]; !known && all != nil && all.LockedUntil != nil && all.LockedUntil.After(now) {
 		by = append(by, all)
 		if w := all.LockedUntil.Sub(now); w > wait {
 			wait, why = w, fmt.Sprintf("name locked after %d failures from all addresses", all.Failures)
@@ -221,7 +237,11 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 	if err != nil {
 		return fmt.Errorf("read login throttle: %w", err)
 	}
-	if wait, _, by := refusal(rows, name, ip, now, p); wait > 0 && allNoted(by) {
+	known, err := s.knownAddress(ctx, name, ip, now)
+	if err != nil {
+		return fmt.Errorf("read login throttle: %w", err)
+	}
+	if wait, _, by := refusal(rows, name, ip, known, now, p); wait > 0 && allNoted(by) {
 		return &ThrottledError{RetryAfter: wait}
 	}
 	var refused *ThrottledError
@@ -240,7 +260,7 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 		if err != nil {
 			return err
 		}
-		if wait, why, by := refusal(rows, name, ip, now, p); wait > 0 {
+		if wait, why, by := refusal(rows, name, ip, known, now, p); wait > 0 {
 			refused = &ThrottledError{RetryAfter: wait}
 			if allNoted(by) {
 				return nil // a concurrent refusal audited this lock
@@ -297,6 +317,22 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 	return nil
 }
 
+// knownAddress tells whether name signed in from ip within KnownFor of
+// now. A plain read is enough: a success that lands meanwhile only lets in
+// an attempt that would have been let in a moment later.
+func (s *Store) knownAddress(ctx context.Context, name, ip string, now time.Time) (bool, error) {
+	if ip == "" {
+		return false, nil
+	}
+	var until []time.Time
+	err := s.R.WithContext(ctx).Raw(`SELECT locked_until FROM login_throttle WHERE key = ? AND locked_until IS NOT NULL`,
+		knownKey(name, ip)).Scan(&until).Error
+	if err != nil {
+		return false, err
+	}
+	return len(until) == 1 && until[0].After(now), nil
+}
+
 // allNoted tells whether every refusing row's lock is already audited.
 func allNoted(by []*throttleRow) bool {
 	for _, r := range by {
@@ -308,11 +344,20 @@ func allNoted(by []*throttleRow) bool {
 }
 
 // settleLogin records in tx that the attempt reserved for name from ip
-// succeeded: the name's failures at the address are forgotten, and the
-// attempt no longer counts against the name everywhere.
-func settleLogin(tx *gorm.DB, name, ip string) error {
+// succeeded at now: the name's failures at the address are forgotten, the
+// attempt no longer counts against the name everywhere, and the address is
+// known to the name for KnownFor.
+func settleLogin(tx *gorm.DB, name, ip string, now time.Time, p ThrottlePolicy) error {
 	if err := tx.Exec(`DELETE FROM login_throttle WHERE key = ?`, pairKey(name, ip)).Error; err != nil {
 		return err
+	}
+	if ip != "" {
+		err := tx.Exec(`INSERT INTO login_throttle (key, failures, window_start, locked_until) VALUES (?, 0, ?, ?)
+			ON CONFLICT (key) DO UPDATE SET window_start = excluded.window_start, locked_until = excluded.locked_until`,
+			knownKey(name, ip), now, now.Add(p.KnownFor)).Error
+		if err != nil {
+			return err
+		}
 	}
 	return tx.Exec(`UPDATE login_throttle SET failures = failures - 1 WHERE key = ? AND failures > 0`, userKey(name)).Error
 }

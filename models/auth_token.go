@@ -42,7 +42,8 @@ func tokenTarget(name string) string { return "token:" + name }
 
 // CreateAPIToken issues a token and returns it with its secret, which is
 // not stored and cannot be read again. ErrTokenExists when a live token has
-// the name; names follow ValidUserName.
+// the name; names follow ValidUserName. ErrNoSession when actor is a user
+// disabled meanwhile: a disabled user never has a live token.
 func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, actor string) (*APIToken, string, error) {
 	if err := ValidUserName(name); err != nil {
 		return nil, "", err
@@ -55,6 +56,18 @@ func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, acto
 	t := &APIToken{Name: name, Role: role, TokenHash: hashToken(secret), Prefix: secret[len(APITokenPrefix) : len(APITokenPrefix)+8],
 		CreatedBy: actor, CreatedAt: now}
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		// The creator's request was authenticated before this transaction;
+		// a disable that committed since revoked their tokens and must not
+		// miss this one. Locking the user's row waits for a disable in
+		// progress on PostgreSQL (SQLite has one writer anyway).
+		var creator []User
+		err := tx.Raw(`SELECT * FROM users WHERE name = ?`+s.forUpdate(), actor).Scan(&creator).Error
+		if err != nil {
+			return err
+		}
+		if len(creator) == 1 && creator[0].Disabled {
+			return ErrNoSession
+		}
 		if err := tx.Create(t).Error; err != nil {
 			return err
 		}

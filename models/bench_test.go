@@ -40,31 +40,37 @@ func BenchmarkReleaseTask(b *testing.B) {
 			s := modelstest.Open(b, d, models.Options{})
 			ctx := context.Background()
 			benchShop(b, s)
-			for i := range b.N {
-				no := fmt.Sprintf("r-%d", i)
-				req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
-				if _, _, err := s.PlaceOrder(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := s.CloseOrder(ctx, no, models.TriggerTimeout, "bench"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ResetTimer()
-			done := 0
-			for done < b.N {
-				tasks, err := s.ClaimTasks(ctx, "bench", 50, time.Minute)
-				if err != nil || len(tasks) == 0 {
-					b.Fatalf("claim: %d, %v", len(tasks), err)
-				}
-				for _, t := range tasks {
-					if r, err := s.ReleaseTask(ctx, t, "bench"); err != nil || r.Outcome != models.OutcomeDone {
-						b.Fatalf("release: %+v, %v", r, err)
-					}
-					done++
-				}
-			}
+			benchReleases(ctx, b, s)
 		})
+	}
+}
+
+// benchReleases closes b.N one-SKU orders, then times releasing their
+// tasks, claimed in batches of 50.
+func benchReleases(ctx context.Context, b *testing.B, s *models.Store) {
+	for i := range b.N {
+		no := fmt.Sprintf("r-%d", i)
+		req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
+		if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.CloseOrder(ctx, no, models.TriggerTimeout, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	done := 0
+	for done < b.N {
+		tasks, err := s.ClaimTasks(ctx, "bench", 50, time.Minute)
+		if err != nil || len(tasks) == 0 {
+			b.Fatalf("claim: %d, %v", len(tasks), err)
+		}
+		for _, t := range tasks {
+			if r, err := s.ReleaseTask(ctx, t, "bench"); err != nil || r.Outcome != models.OutcomeDone {
+				b.Fatalf("release: %+v, %v", r, err)
+			}
+			done++
+		}
 	}
 }
 

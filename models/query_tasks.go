@@ -351,8 +351,20 @@ func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason strin
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
 		cond, args := f.where(now)
+		// Rows are locked by id, the order a late payment locks them in,
+		// all in this one read. Tries whose lease has run out were made
+		// before this rerun (see Rerun): counted first, they fall in the
+		// budget it resets.
+		var held []ReleaseTask
+		err := tx.Raw(`SELECT * FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate(),
+			append([]any{statuses}, args...)...).Scan(&held).Error
+		if err != nil {
+			return err
+		}
+		if _, err := s.countLostTries(tx, held, now); err != nil {
+			return err
+		}
 		args = append([]any{now, actor, reason, now, statuses}, args...)
-		// Rows are locked by id, the order a late payment locks them in.
 		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate()+`)
 			AND status IN ('RETRY','MANUAL')`, args...)

@@ -67,8 +67,18 @@ func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read expired leases: %w", err)
 	}
+	return s.countLostTries(tx, lost, now)
+}
+
+// countLostTries counts, among tasks read under lock in tx, each try whose
+// lease expired without an outcome (see recordLostTries), and returns how
+// many it counted.
+func (s *Store) countLostTries(tx *gorm.DB, tasks []ReleaseTask, now time.Time) (int64, error) {
 	var n int64
-	for _, t := range lost {
+	for _, t := range tasks {
+		if (t.Status != TaskPending && t.Status != TaskRetry) || t.LeaseUntil == nil || t.LeaseUntil.After(now) {
+			continue
+		}
 		ended := *t.LeaseUntil
 		// The claim set updated_at; only a rerun writes a leased row since.
 		started := t.UpdatedAt
@@ -162,6 +172,15 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	if err == nil {
 		return ReleaseResult{Outcome: outcome}, nil
 	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The process is stopping: the try rolled back unfinished, whatever
+		// error the driver made of the cancellation, and that is no failure
+		// of the task. Handed back, it is due again at once.
+		if rerr := s.ReturnLease(ctx, t); rerr != nil {
+			return ReleaseResult{}, fmt.Errorf("release task %d: %w (handing the lease back: %v)", t.ID, err, rerr)
+		}
+		return ReleaseResult{}, fmt.Errorf("release task %d: stopped, lease handed back: %w", t.ID, err)
+	}
 	res, ferr := s.recordFailure(ctx, t, worker, start, err)
 	if ferr != nil {
 		return res, fmt.Errorf("release task %d: %w (recording failure: %v)", t.ID, err, ferr)
@@ -237,9 +256,11 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 
 // ReturnLease hands back the lease of a claimed task its worker chose not
 // to try (too little lease left): the task is due again at once, and it is
-// neither an attempt nor, since its lease ends with an outcome, a crash.
+// neither an attempt nor, since its lease ends with an outcome, a crash. A
+// cancelled ctx (the process stopping) does not stop it: left to expire,
+// the lease would count as a crash.
 func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
-	err := s.W.WithContext(ctx).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
+	err := s.W.WithContext(context.WithoutCancel(ctx)).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
 		updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, s.Now(), t.ID, t.LeaseToken).Error
 	if err != nil {
 		return fmt.Errorf("return lease of task %d: %w", t.ID, err)
@@ -338,9 +359,21 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 	var n int64
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		// Rows are locked by id, the order a late payment locks them in. A
-		// task a worker holds is made due too: the worker takes trigger and
-		// note from the row when it finishes (ReleaseTask), not its copy.
+		// Rows are locked by id, the order a late payment locks them in,
+		// all in this one read. A try whose lease has already run out was
+		// made before this rerun: counted first, it falls in the budget
+		// the rerun resets.
+		var held []ReleaseTask
+		err := tx.Raw(`SELECT * FROM release_tasks WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL')
+			ORDER BY id`+s.forUpdate(), orderNo, t).Scan(&held).Error
+		if err != nil {
+			return err
+		}
+		if _, err := s.countLostTries(tx, held, now); err != nil {
+			return err
+		}
+		// A task a worker holds is made due too: the worker takes trigger
+		// and note from the row when it finishes (ReleaseTask), not its copy.
 		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks
 				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)

@@ -56,6 +56,13 @@ func (s *server) rerun(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// A misspelt dry_run must not become a real rerun: no other parameter
+	// is taken.
+	for k := range c.Request().URL.Query() {
+		if k != "dry_run" {
+			return invalidf("unknown query parameter %.32q: only dry_run is taken", k)
+		}
+	}
 	dry := false
 	if v := c.QueryParam("dry_run"); v != "" {
 		if dry, err = strconv.ParseBool(v); err != nil {

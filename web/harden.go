@@ -138,13 +138,16 @@ func (s *server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodGet, http.MethodHead, http.MethodOptions:
 			return next(c)
 		}
+		// The refusal is audited: a header is quoted briefly, as checkHost
+		// quotes a Host, so a refused request stores no text of its sender's
+		// beyond the clipped path and User-Agent.
 		if site := r.Header.Get(echo.HeaderSecFetchSite); site != "" && site != "same-origin" && site != "none" {
-			return s.csrfRefused(c, "a "+site+" request may not change anything here")
+			return s.csrfRefused(c, fmt.Sprintf("a %.64q request may not change anything here", site))
 		}
 		if o := r.Header.Get(echo.HeaderOrigin); o != "" {
 			u, err := url.Parse(o)
 			if err != nil || u.Host != r.Host {
-				return s.csrfRefused(c, "the request comes from another origin ("+o+")")
+				return s.csrfRefused(c, fmt.Sprintf("the request comes from another origin (%.64q)", o))
 			}
 		}
 		sent := r.FormValue(csrfFormField)

@@ -58,6 +58,8 @@ func TestAPIRerunReasonAndDryRun(t *testing.T) {
 		// A reason is not needed to look, and nothing is rerun by looking.
 		must[rerunPreviewJSON](t, b, http.StatusOK, "POST", path+"?dry_run=1", `{"reason":"just looking"}`)
 		wantError(t, b.call("POST", path+"?dry_run=maybe", ""), http.StatusBadRequest, "INVALID_INPUT")
+		// A misspelt dry run is refused, not taken for the real thing.
+		wantError(t, b.call("POST", path+"?dryrun=true", `{"reason":"just looking"}`), http.StatusBadRequest, "INVALID_INPUT")
 		wantError(t, b.call("POST", "/api/v1/orders/p-1/resources/inventory/rerun?dry_run=true", ""), http.StatusConflict, "NOTHING_TO_RERUN")
 		wantError(t, b.call("POST", "/api/v1/orders/nope/resources/inventory/rerun?dry_run=true", ""), http.StatusNotFound, "NOT_FOUND")
 		before.sameExcept(t, snapshot(t, b), nil)

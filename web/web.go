@@ -105,6 +105,9 @@ func New(d Deps) *echo.Echo {
 			trust = append(trust, echo.TrustIPRange(n))
 		}
 		e.IPExtractor = echo.ExtractIPFromXFFHeader(trust...)
+		// Whether the client came over HTTPS (Secure and __Host- cookies,
+		// HSTS) is the same proxies' word, not any private address's.
+		e.SchemeExtractor = echo.ExtractSchemeFromHeaders(trust...)
 	}
 	// Security headers on every answer, then no absurd URI past this point:
 	// both before routing, authentication or any database work.

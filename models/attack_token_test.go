@@ -1,0 +1,38 @@
+package models_test
+
+import (
+	"errors"
+	"testing"
+
+	"unhold/models"
+)
+
+// Attack (fails on main 84f401e): an admin's request to create an API
+// token is authenticated when it arrives and written later; a disable that
+// commits in between revokes the tokens the admin had, and then the new
+// one is written live, with the disabled admin as its creator, and stays
+// live for good. The token must be refused once its creator is disabled
+// (and, on PostgreSQL, wait for a disable in progress), so that a disabled
+// user never has a live token.
+func TestAttackTokenCreatedAfterCreatorDisabled(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.addUser(t, "root", models.RoleAdmin)
+		lea := b.addUser(t, "lea", models.RoleAdmin)
+		if _, err := b.s.SetUserDisabled(b.ctx, lea.ID, true, "root"); err != nil {
+			t.Fatal(err)
+		}
+		// What the token form's handler does next, with the name its
+		// session was authenticated as.
+		_, _, err := b.s.CreateAPIToken(b.ctx, "lea-late", models.RoleAdmin, "lea")
+		if !errors.Is(err, models.ErrNoSession) {
+			t.Errorf("a disabled user's token creation = %v, want NO_SESSION", err)
+		}
+		live, err := b.s.LiveTokensByCreator(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if live["lea"] != 0 {
+			t.Fatalf("disabled lea has %d live token(s)", live["lea"])
+		}
+	})
+}
