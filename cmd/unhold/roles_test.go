@@ -268,8 +268,8 @@ func TestBench(t *testing.T) {
 }
 
 // unhold worker stopped (as by SIGTERM) in the middle of a backlog leaves
-// no task leased and none counted CRASHED: the try in hand finishes and
-// the rest of each pool's batch is handed back.
+// no task leased and none counted CRASHED or failed: the try in hand and
+// the rest of each pool's batch are handed back.
 func TestWorkerStopsMidBacklog(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "stop.db")

@@ -40,7 +40,7 @@ var (
 
 // serve runs what r says until ctx ends, then shuts down in order: HTTP
 // first (no new requests, those in flight finish), then the workers (stop
-// claiming, finish the try in hand, hand back the rest), then cron, then
+// claiming, roll back the try in hand, hand back every claimed task), then cron, then
 // the database.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, r role) error {
 	if cfg.CPUProfile != "" {
