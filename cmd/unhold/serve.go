@@ -40,8 +40,8 @@ var (
 
 // serve runs what r says until ctx ends, then shuts down in order: HTTP
 // first (no new requests, those in flight finish), then the workers (stop
-// claiming, roll back the try in hand, hand back every claimed task), then cron, then
-// the database.
+// claiming, roll back the try in hand, hand back every claimed task), then
+// cron, then the database.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, r role) error {
 	if cfg.CPUProfile != "" {
 		f, err := os.Create(cfg.CPUProfile)
