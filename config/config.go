@@ -40,6 +40,7 @@ type Config struct {
 	Addr              string        // HTTP listen address
 	WorkerID          string        // lease owner name of this process's worker
 	WorkerBatch       int           // tasks claimed per worker round
+	Pools             int           // worker loops in this process, each with its own lease owner name
 	LeaseDuration     time.Duration // how long a claimed task stays ours
 	SweepEvery        time.Duration // release sweep interval
 	TimeoutCloseEvery time.Duration // timeout close of unpaid orders interval
@@ -50,6 +51,10 @@ type Config struct {
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
 	TZ                string        // dashboard time zone until the browser tells its own
 	Args              []string      // positional arguments left after the flags
+	// MetricsAddr is where "unhold worker", which has no dashboard, serves
+	// /healthz and /metrics; empty: nowhere.
+	MetricsAddr string
+	CPUProfile  string // write a CPU profile of the whole run to this file
 
 	// Daily jobs, in TZ. A schedule is "@every <duration>" or a 5-field
 	// cron spec (robfig/cron's standard parser); a bare duration means @every.
@@ -99,6 +104,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	addr := text("addr", "UNHOLD_ADDR", "127.0.0.1:8080", "HTTP listen address")
 	workerID := text("worker-id", "UNHOLD_WORKER_ID", defaultWorkerID(), "worker name used as lease owner")
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "50", "tasks claimed per worker round, 1 to 1000")
+	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
 	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")
 	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
@@ -120,6 +126,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"origin browsers use, like https://unhold.example.com; other Host headers are refused (empty: loopback names on -addr's port)")
 	proxies := text("trusted-proxies", "UNHOLD_TRUSTED_PROXIES", "",
 		"comma-separated addresses or CIDR ranges of reverse proxies whose X-Forwarded-For is believed")
+	metricsAddr := text("metrics-addr", "UNHOLD_METRICS_ADDR", "", "unhold worker only: host:port serving /healthz and /metrics (empty: none)")
+	cpuProfile := text("cpuprofile", "UNHOLD_CPUPROFILE", "", "write a CPU profile of the process to this file until it stops")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
@@ -168,6 +176,15 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if cfg.WorkerBatch, err = intIn(batch, 1, 1000); err != nil {
 		return Config{}, err
 	}
+	if cfg.Pools, err = intIn(pools, 1, 64); err != nil {
+		return Config{}, err
+	}
+	if cfg.MetricsAddr = metricsAddr.value; cfg.MetricsAddr != "" {
+		if _, err = hostPort(metricsAddr); err != nil {
+			return Config{}, err
+		}
+	}
+	cfg.CPUProfile = cpuProfile.value
 	if cfg.LeaseDuration, err = durationMin(lease, time.Second); err != nil {
 		return Config{}, err
 	}

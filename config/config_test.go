@@ -24,6 +24,7 @@ func defaults(t *testing.T) Config {
 		Addr:              "127.0.0.1:8080",
 		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
 		WorkerBatch:       50,
+		Pools:             1,
 		LeaseDuration:     30 * time.Second,
 		SweepEvery:        2 * time.Second,
 		TimeoutCloseEvery: 10 * time.Second,
@@ -53,6 +54,8 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_ADDR":                ":9090",
 		"UNHOLD_WORKER_ID":           "w-env",
 		"UNHOLD_WORKER_BATCH":        "7",
+		"UNHOLD_POOLS":               "3",
+		"UNHOLD_METRICS_ADDR":        "127.0.0.1:9091",
 		"UNHOLD_LEASE":               "1m",
 		"UNHOLD_SWEEP_EVERY":         "5s",
 		"UNHOLD_TIMEOUT_CLOSE_EVERY": "20s",
@@ -91,6 +94,8 @@ func TestLoad(t *testing.T) {
 				c.Addr = ":9090"
 				c.WorkerID = "w-env"
 				c.WorkerBatch = 7
+				c.Pools = 3
+				c.MetricsAddr = "127.0.0.1:9091"
 				c.LeaseDuration = time.Minute
 				c.SweepEvery = 5 * time.Second
 				c.TimeoutCloseEvery = 20 * time.Second
@@ -124,6 +129,9 @@ func TestLoad(t *testing.T) {
 				"-addr", "127.0.0.1:8081",
 				"-worker-id", "w-flag",
 				"-worker-batch", "1000",
+				"-pools", "64",
+				"-metrics-addr", "",
+				"-cpuprofile", "cpu.out",
 				"-lease", "1s",
 				"-sweep-every", "3s",
 				"-timeout-close-every", "1m",
@@ -150,6 +158,8 @@ func TestLoad(t *testing.T) {
 				c.Addr = "127.0.0.1:8081"
 				c.WorkerID = "w-flag"
 				c.WorkerBatch = 1000
+				c.Pools = 64
+				c.CPUProfile = "cpu.out"
 				c.LeaseDuration = time.Second
 				c.SweepEvery = 3 * time.Second
 				c.TimeoutCloseEvery = time.Minute
@@ -225,6 +235,12 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -worker-id must be a worker name, got " "`},
 		{"batch not a number", map[string]string{"UNHOLD_WORKER_BATCH": "abc"}, nil,
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "abc"`},
+		{"pools zero", nil, []string{"-pools", "0"},
+			`config: -pools must be an integer from 1 to 64, got "0"`},
+		{"pools too many", map[string]string{"UNHOLD_POOLS": "65"}, nil,
+			`config: UNHOLD_POOLS must be an integer from 1 to 64, got "65"`},
+		{"metrics addr no port", nil, []string{"-metrics-addr", "localhost"},
+			`config: -metrics-addr must be a host:port address like 127.0.0.1:8080, got "localhost"`},
 		{"batch zero", nil, []string{"-worker-batch", "0"},
 			`config: -worker-batch must be an integer from 1 to 1000, got "0"`},
 		{"batch too big", map[string]string{"UNHOLD_WORKER_BATCH": "1001"}, nil,

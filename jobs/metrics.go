@@ -18,12 +18,13 @@ import (
 )
 
 // Outcomes of one claimed task that are the worker's, not the store's: the
-// try panicked, the store returned an error, or the lease was too short to
-// start it.
+// try panicked, the store returned an error, the lease was too short to
+// start it, or the worker was stopping and handed it back untried.
 const (
 	OutcomeCrashed    = "CRASHED"
 	OutcomeError      = "ERROR"
 	OutcomeLeaseShort = "LEASE_SHORT"
+	OutcomeHandedBack = "HANDED_BACK"
 )
 
 // scrapeTimeout bounds the database reads of one scrape.

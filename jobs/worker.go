@@ -10,7 +10,7 @@ import (
 )
 
 // Worker claims due release tasks with a lease and releases them one by one.
-// One Run loop drains per process; Wake asks it to drain now.
+// Each worker is one Run loop (a pool); Wake asks it to drain now.
 type Worker struct {
 	s       *models.Store
 	id      string
@@ -20,6 +20,7 @@ type Worker struct {
 	log     *slog.Logger
 	wake    chan struct{}
 	metrics *Metrics
+	next    *Worker
 }
 
 // NewWorker makes a worker that leases batch tasks at a time for lease.
@@ -34,6 +35,14 @@ func (w *Worker) WithMetrics(m *Metrics) *Worker {
 	return w
 }
 
+// WakeAlso makes the worker wake next whenever it claims a full batch, so
+// that a backlog spreads over the pools of a process while a trickle keeps
+// only the first one busy. Call it before Run.
+func (w *Worker) WakeAlso(next *Worker) *Worker {
+	w.next = next
+	return w
+}
+
 // ID is the worker's name, written on leases, attempts and ledger rows.
 func (w *Worker) ID() string { return w.id }
 
@@ -45,7 +54,8 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Run drains whenever woken, until ctx ends.
+// Run drains whenever woken, until ctx ends. The end of ctx stops claiming
+// (see Drain), so Run returns with no task of its own left leased.
 func (w *Worker) Run(ctx context.Context) {
 	for {
 		select {
@@ -60,11 +70,25 @@ func (w *Worker) Run(ctx context.Context) {
 // Stats counts what a drain did, by outcome.
 type Stats map[string]int
 
-// Drain claims and releases due tasks until none are due or ctx ends.
+// handBackTimeout bounds the hand-back of the rest of a stopping worker's
+// batch.
+const handBackTimeout = 10 * time.Second
+
+// Drain claims and releases due tasks until none are due or ctx ends. The
+// end of ctx (the process stopping) stops it claiming; the try in hand
+// rolls back and is handed back by ReleaseTask, and the claimed tasks not
+// yet tried are handed back here (Store.ReturnLease): due again at once for
+// another worker, none is counted as a failure or waits out its lease to be
+// counted as a crash.
 func (w *Worker) Drain(ctx context.Context) Stats {
 	st := Stats{}
+	// A claim outlives ctx: one cancelled while it commits would leave
+	// leases behind that no one knows of to hand back.
+	wctx := context.WithoutCancel(ctx)
 	for ctx.Err() == nil {
-		tasks, err := w.s.ClaimTasks(ctx, w.id, w.batch, w.lease)
+		cctx, cancel := context.WithTimeout(wctx, w.lease)
+		tasks, err := w.s.ClaimTasks(cctx, w.id, w.batch, w.lease)
+		cancel()
 		if err != nil {
 			w.log.Error("claim release tasks", slog.String("worker", w.id), slog.Any("err", err))
 			return st
@@ -72,24 +96,20 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		if len(tasks) == 0 {
 			return st
 		}
-		for _, t := range tasks {
-			// A stopping process hands back what it has not tried: an
-			// untried task is no failure, and a lease left to expire
-			// would count as a crash.
+		if len(tasks) == w.batch && w.next != nil {
+			w.next.Wake()
+		}
+		for i, t := range tasks {
 			if ctx.Err() != nil {
-				if err := w.s.ReturnLease(ctx, t); err != nil {
-					w.log.Error("return lease", slog.Int64("task_id", t.ID), slog.String("worker", w.id), slog.Any("err", err))
-				}
-				continue
+				w.handBack(wctx, tasks[i:], st)
+				return st
 			}
 			// A batch runs one task after another; a task whose lease would
 			// run out before its try could finish is handed back untried
 			// rather than tried and lost. Left to expire, its lease would
 			// count as a crash.
 			if t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil) {
-				if err := w.s.ReturnLease(ctx, t); err != nil {
-					w.log.Error("return lease", slog.Int64("task_id", t.ID), slog.String("worker", w.id), slog.Any("err", err))
-				}
+				w.returnLease(wctx, t)
 				st[OutcomeLeaseShort]++
 				w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
 				continue
@@ -98,6 +118,23 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		}
 	}
 	return st
+}
+
+// handBack returns the leases of claimed tasks a stopping worker will not try.
+func (w *Worker) handBack(ctx context.Context, tasks []models.ReleaseTask, st Stats) {
+	ctx, cancel := context.WithTimeout(ctx, handBackTimeout)
+	defer cancel()
+	for _, t := range tasks {
+		w.returnLease(ctx, t)
+		st[OutcomeHandedBack]++
+	}
+	w.log.Info("stopping: handed back untried tasks", slog.String("worker", w.id), slog.Int("tasks", len(tasks)))
+}
+
+func (w *Worker) returnLease(ctx context.Context, t models.ReleaseTask) {
+	if err := w.s.ReturnLease(ctx, t); err != nil {
+		w.log.Error("return lease", slog.Int64("task_id", t.ID), slog.String("worker", w.id), slog.Any("err", err))
+	}
 }
 
 // release runs one task. A panic inside it is a crash of this try: the

@@ -1,7 +1,10 @@
 // Command unhold serves the release dashboard, the JSON API and the release
-// workers in one process.
+// workers, in one process or split over several.
 //
 //	unhold serve [flags]    HTTP + workers + cron (migrates first)
+//	unhold web [flags]      HTTP only: dashboard and JSON API
+//	unhold worker [flags]   workers + cron only
+//	unhold bench [flags]    measure releases end to end on a throwaway database
 //	unhold migrate [flags]  apply schema migrations and exit
 //	unhold demo [flags]     fill a fresh database with a demo shop and exit
 //	unhold reconcile        run a reconciliation and print its tickets
@@ -30,6 +33,10 @@ const usage = `unhold releases what closed orders were holding, exactly once.
 
 Usage:
   unhold serve [flags]     serve the dashboard, the API and the workers (migrates first)
+  unhold web [flags]       serve only the dashboard and the API (no worker, no cron)
+  unhold worker [flags]    run only the release workers (-pools N) and the periodic jobs
+  unhold bench [flags]     place, close and release orders on a throwaway database and
+                           report closes/s, releases/s and close-to-release latency
   unhold migrate [flags]   apply database migrations
   unhold demo [flags]      fill a fresh database with a demo shop
   unhold reconcile [flags] run a reconciliation now and print what it found
@@ -62,6 +69,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if cmd == "user" || cmd == "token" {
 		return accountCommand(ctx, args, getenv, stdin, stdout, stderr)
 	}
+	if cmd == "bench" {
+		return bench(ctx, args[1:], getenv, stdout, stderr)
+	}
 	cfg, err := config.Load(args[1:], getenv)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -72,7 +82,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	log := newLogger(cfg.LogFormat, stderr)
 	switch cmd {
 	case "serve":
-		return serve(ctx, cfg, log, stdout)
+		return serve(ctx, cfg, log, stdout, roleServe)
+	case "web":
+		return serve(ctx, cfg, log, stdout, roleWeb)
+	case "worker":
+		return serve(ctx, cfg, log, stdout, roleWorker)
 	case "migrate":
 		s, err := openStore(ctx, cfg, log)
 		if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,6 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +23,37 @@ import (
 	"unhold/web"
 )
 
-// serve runs HTTP, the worker and cron until ctx ends, then shuts down in
-// order: HTTP first, then cron and the worker, then the database.
-func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer) error {
+// role is what one process runs: unhold serve runs both halves, unhold web
+// only the dashboard and the API, unhold worker only the release workers
+// and the periodic jobs.
+type role struct {
+	name string
+	http bool // dashboard and JSON API
+	work bool // release workers, release sweep and the other periodic jobs
+}
+
+var (
+	roleServe  = role{name: "serve", http: true, work: true}
+	roleWeb    = role{name: "web", http: true}
+	roleWorker = role{name: "worker", work: true}
+)
+
+// serve runs what r says until ctx ends, then shuts down in order: HTTP
+// first (no new requests, those in flight finish), then the workers (stop
+// claiming, roll back the try in hand, hand back every claimed task), then
+// cron, then the database.
+func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.Writer, r role) error {
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	s, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -31,18 +64,136 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			return err
 		}
 	}
-
-	metrics := jobs.NewMetrics(s, log)
-	w := jobs.NewWorker(s, cfg.WorkerID, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(metrics)
-	jobCtx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopJobs()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); w.Run(jobCtx) }()
 	loc, err := time.LoadLocation(cfg.TZ)
 	if err != nil {
 		return err
 	}
+	metrics := jobs.NewMetrics(s, log)
+
+	// Workers and cron outlive ctx: each is stopped in its turn below.
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWork()
+	cronCtx, stopCron := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCron()
+	var workers sync.WaitGroup
+	var sched *jobs.Scheduler
+	// After HTTP, on every way out, before the database closes: workers,
+	// then cron.
+	defer func() {
+		stopWork()
+		workers.Wait()
+		if sched != nil {
+			sched.Stop()
+		}
+	}()
+	var wake func() // nil without a worker: a close then wakes nothing
+	var ids []string
+	if r.work {
+		pools := newPools(s, cfg, metrics, log)
+		for _, w := range pools {
+			ids = append(ids, w.ID())
+			workers.Add(1)
+			go func() { defer workers.Done(); w.Run(workCtx) }()
+		}
+		wake = pools[0].Wake
+		if sched, err = startCron(cronCtx, cfg, s, pools[0], loc, log); err != nil {
+			return err
+		}
+		wake()
+	}
+
+	var srv *http.Server
+	var ln net.Listener
+	scheme := "http"
+	switch {
+	case r.http:
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		// The Host names are those of the port actually bound (-addr may say :0).
+		listening := cfg
+		listening.Addr = ln.Addr().String()
+		srv = httpServer(web.New(web.Deps{Store: s, Log: log, Wake: wake, Location: loc, Metrics: metrics, Scheduler: sched,
+			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
+		if cfg.TLSCert != "" {
+			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+			if err != nil {
+				ln.Close()
+				return fmt.Errorf("tls: %w", err)
+			}
+			srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+			ln = tls.NewListener(ln, srv.TLSConfig)
+			scheme = "https"
+		}
+	case cfg.MetricsAddr != "":
+		if ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+		srv = httpServer(workerMux(s, metrics, cfg.MetricsToken))
+	}
+
+	switch r {
+	case roleServe:
+		fmt.Fprintf(stdout, "unhold serving on %s://%s (database %s, worker %s)\n", scheme, ln.Addr(), cfg.DB, strings.Join(ids, ", "))
+	case roleWeb:
+		fmt.Fprintf(stdout, "unhold web serving on %s://%s (database %s, no worker)\n", scheme, ln.Addr(), cfg.DB)
+	case roleWorker:
+		where := "no HTTP listener"
+		if ln != nil {
+			where = "/healthz and /metrics on http://" + ln.Addr().String()
+		}
+		fmt.Fprintf(stdout, "unhold worker running %s (database %s, %s)\n", strings.Join(ids, ", "), cfg.DB, where)
+	}
+	if r.http {
+		if users, err := s.Users(ctx); err != nil {
+			return err
+		} else if len(users) == 0 {
+			fmt.Fprintln(stdout, "no users yet: create the first with  unhold user add --role admin NAME")
+		}
+	}
+	errc := make(chan error, 1)
+	if srv != nil {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server stopped", slog.Any("err", err))
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	if srv != nil {
+		shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(shutCtx); err != nil {
+			log.Error("http shutdown", slog.Any("err", err))
+		}
+	}
+	return nil
+}
+
+// newPools makes cfg.Pools workers sharing the outbox, each its own lease
+// owner: the worker id alone for one pool, "<worker-id>-<i>" for several.
+// A pool that claims a full batch wakes the next one.
+func newPools(s *models.Store, cfg config.Config, metrics *jobs.Metrics, log *slog.Logger) []*jobs.Worker {
+	pools := make([]*jobs.Worker, cfg.Pools)
+	for i := range pools {
+		id := cfg.WorkerID
+		if cfg.Pools > 1 {
+			id += "-" + strconv.Itoa(i+1)
+		}
+		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(metrics)
+	}
+	for i := 1; i < len(pools); i++ {
+		pools[i-1].WakeAlso(pools[i])
+	}
+	return pools
+}
+
+// startCron starts the periodic jobs; the sweep and the timeout close wake w.
+func startCron(ctx context.Context, cfg config.Config, s *models.Store, w *jobs.Worker, loc *time.Location, log *slog.Logger) (*jobs.Scheduler, error) {
 	reconcileFn := func(ctx context.Context) (string, error) {
 		run, err := s.RunReconciliation(ctx, models.ReconByCron, "cron:"+cfg.WorkerID)
 		if err != nil {
@@ -56,67 +207,50 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sched, err := jobs.New(jobCtx, list, jobs.Options{Store: s, Instance: cfg.WorkerID, Location: loc, Lease: cfg.JobLease, Log: log})
+	sched, err := jobs.New(ctx, list, jobs.Options{Store: s, Instance: cfg.WorkerID, Location: loc, Lease: cfg.JobLease, Log: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	sched.Start()
-	w.Wake()
+	return sched, nil
+}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	// The Host names are those of the port actually bound (-addr may say :0).
-	listening := cfg
-	listening.Addr = ln.Addr().String()
-	srv := &http.Server{
-		Handler: web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: loc, Metrics: metrics, Scheduler: sched,
-			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}),
+func httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
 	}
-	scheme := "http"
-	if cfg.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("tls: %w", err)
-		}
-		srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, srv.TLSConfig)
-		scheme = "https"
-	}
-	fmt.Fprintf(stdout, "unhold serving on %s://%s (database %s, worker %s)\n", scheme, ln.Addr(), cfg.DB, cfg.WorkerID)
-	if users, err := s.Users(ctx); err != nil {
-		return err
-	} else if len(users) == 0 {
-		fmt.Fprintln(stdout, "no users yet: create the first with  unhold user add --role admin NAME")
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+}
 
-	select {
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server stopped", slog.Any("err", err))
+// workerMux is what unhold worker serves on -metrics-addr: its release
+// counters and close-to-release histogram live in this process, so only it
+// can export them. /metrics answers the loopback, or the metrics token, as
+// the dashboard's does.
+func workerMux(s *models.Store, metrics *jobs.Metrics, token string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Ready(r.Context()); err != nil {
+			http.Error(w, "database not ready", http.StatusServiceUnavailable)
+			return
 		}
-	case <-ctx.Done():
-	}
-	log.Info("shutting down")
-	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutCtx); err != nil {
-		log.Error("http shutdown", slog.Any("err", err))
-	}
-	sched.Stop()
-	stopJobs()
-	wg.Wait()
-	return nil
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		ip := net.ParseIP(host)
+		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if (ip == nil || !ip.IsLoopback()) && (token == "" || !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(token)) != 1) {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		metrics.Handler().ServeHTTP(w, r)
+	})
+	return mux
 }
