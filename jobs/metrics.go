@@ -102,7 +102,7 @@ func NewMetrics(s *models.Store, log *slog.Logger) *Metrics {
 		}, []string{"resource"}),
 		closeToRelease: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "unhold_close_to_release_seconds",
-			Help:    "Time from the close that wrote a release task to the task's release (DONE): from the close when the task was retried, else from when it was due (after the SKU's release delay, if any); reruns not counted.",
+			Help:    "Time from a release task's close to its release (DONE), as the overview counts it: from when the task was due if it was released on its first try (a SKU's release delay is not latency), from the close if it was retried; a rerun's release is not observed.",
 			Buckets: closeToReleaseBuckets,
 		}, []string{"resource"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -172,7 +172,9 @@ func (m *Metrics) Handler() http.Handler { return m.handler }
 // ObserveRelease records how one claimed task's turn ended: outcome is the
 // store's (DONE, DUPLICATE, RETRY, MANUAL, LEASE_LOST) or the worker's
 // (CRASHED, ERROR, LEASE_SHORT), class the failure's class when there is
-// one, now the time the turn ended.
+// one, now the time the turn ended. A release's latency counts from
+// t.LatencyStart, the overview's rule, so the alerts and the overview
+// measure the same thing.
 func (m *Metrics) ObserveRelease(t models.ReleaseTask, outcome string, class models.ErrorClass, now time.Time) {
 	if m == nil {
 		return

@@ -149,6 +149,8 @@ func (s *Store) ReleaseLatency(ctx context.Context) (LatencyStats, error) {
 		l.Buckets[r.B] = b
 		l.Count += b.Count
 		l.Max = max(l.Max, b.Max)
+		// Exact, since the target is a bucket bound: a bucket is all past
+		// it or all within.
 		if b.Min > LatencyTarget {
 			l.OverTarget += b.Count
 		}
