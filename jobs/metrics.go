@@ -34,13 +34,23 @@ const scrapeTimeout = 5 * time.Second
 // database, so a flood of requests to /metrics cannot load it.
 const scrapeMaxInFlight = 4
 
-// Histogram buckets. Close to release spans the retry schedule (1 s, 5 s,
-// 30 s, 5 min, 30 min) and a worker that is down for an hour; HTTP latency
-// has a bucket at the dashboard's 200 ms budget.
+// Histogram buckets. Close to release has the overview's buckets
+// (models.LatencyBuckets: fine below 1 s, bounds at the 2 s target and the
+// 10 s alert, then the retry schedule and a worker down for an hour), so
+// Prometheus and the overview estimate quantiles alike; HTTP latency has a
+// bucket at the dashboard's 200 ms budget.
 var (
-	closeToReleaseBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	closeToReleaseBuckets = seconds(models.LatencyBuckets)
 	httpDurationBuckets   = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2.5, 5, 10}
 )
+
+func seconds(ds []time.Duration) []float64 {
+	out := make([]float64, len(ds))
+	for i, d := range ds {
+		out[i] = d.Seconds()
+	}
+	return out
+}
 
 // Metrics is unhold's Prometheus metrics on a registry of its own (never the
 // global default one, so tests and several servers in one process do not
@@ -92,7 +102,7 @@ func NewMetrics(s *models.Store, log *slog.Logger) *Metrics {
 		}, []string{"resource"}),
 		closeToRelease: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "unhold_close_to_release_seconds",
-			Help:    "Time from the close that wrote a release task (its created_at) to the task's release (DONE), retries and release delays included.",
+			Help:    "Time from a release task's close to its release (DONE), as the overview counts it: from when the task was due if it was released on its first try (a SKU's release delay is not latency), from the close if it was retried; a rerun's release is not observed.",
 			Buckets: closeToReleaseBuckets,
 		}, []string{"resource"}),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -162,7 +172,9 @@ func (m *Metrics) Handler() http.Handler { return m.handler }
 // ObserveRelease records how one claimed task's turn ended: outcome is the
 // store's (DONE, DUPLICATE, RETRY, MANUAL, LEASE_LOST) or the worker's
 // (CRASHED, ERROR, LEASE_SHORT), class the failure's class when there is
-// one, now the time the turn ended.
+// one, now the time the turn ended. A release's latency counts from
+// t.LatencyStart, the overview's rule, so the alerts and the overview
+// measure the same thing.
 func (m *Metrics) ObserveRelease(t models.ReleaseTask, outcome string, class models.ErrorClass, now time.Time) {
 	if m == nil {
 		return
@@ -171,7 +183,9 @@ func (m *Metrics) ObserveRelease(t models.ReleaseTask, outcome string, class mod
 	m.releases.WithLabelValues(res, outcome).Inc()
 	switch outcome {
 	case models.OutcomeDone:
-		m.closeToRelease.WithLabelValues(res).Observe(max(now.Sub(t.CreatedAt).Seconds(), 0))
+		if start, ok := t.LatencyStart(); ok {
+			m.closeToRelease.WithLabelValues(res).Observe(max(now.Sub(start).Seconds(), 0))
+		}
 	case models.OutcomeDuplicate:
 		m.duplicates.WithLabelValues(res).Inc()
 	case OutcomeCrashed:

@@ -153,7 +153,7 @@ func TestWorkerRecordsReleases(t *testing.T) {
 			`unhold_close_to_release_seconds_count{resource="inventory"}`:            1,
 			`unhold_close_to_release_seconds_sum{resource="inventory"}`:              1.5,
 			`unhold_close_to_release_seconds_bucket{le="1",resource="inventory"}`:    0,
-			`unhold_close_to_release_seconds_bucket{le="2.5",resource="inventory"}`:  1,
+			`unhold_close_to_release_seconds_bucket{le="2",resource="inventory"}`:    1,
 			`unhold_close_to_release_seconds_bucket{le="+Inf",resource="inventory"}`: 1,
 			`unhold_close_to_release_seconds_count{resource="coupon"}`:               0,
 			// The crash is a failure like the other: both tasks are RETRY
@@ -307,7 +307,7 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 	m := jobs.NewMetrics(s, quietLog())
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	task := func(rt models.ResourceType, created time.Time) models.ReleaseTask {
-		return models.ReleaseTask{ResourceType: rt, CreatedAt: created}
+		return models.ReleaseTask{ResourceType: rt, CreatedAt: created, NextAt: created}
 	}
 	m.ObserveRelease(task(models.ResBalance, now), jobs.OutcomeError, "", now)
 	m.ObserveRelease(task(models.ResBalance, now), jobs.OutcomeError, models.ClassTimeout, now)
@@ -315,6 +315,18 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 	m.ObserveRelease(task(models.ResBalance, now), models.OutcomeLeaseLost, "", now)
 	m.ObserveRelease(task(models.ResPoints, now.Add(time.Second)), models.OutcomeDone, "", now)
 	m.ObserveRelease(task(models.ResSlot, now.Add(-2*time.Hour)), models.OutcomeDone, "", now)
+	// Balance: released 300 ms after it was due, a minute after its close
+	// (a release delay); coupon: retried, 40 s after its close; a rerun's
+	// release is not latency.
+	delayed := task(models.ResBalance, now.Add(-time.Minute))
+	delayed.NextAt = now.Add(-300 * time.Millisecond)
+	m.ObserveRelease(delayed, models.OutcomeDone, "", now)
+	retried := task(models.ResCoupon, now.Add(-40*time.Second))
+	retried.NextAt, retried.Failures = now.Add(-time.Second), 3
+	m.ObserveRelease(retried, models.OutcomeDone, "", now)
+	rerun := task(models.ResCoupon, now.Add(-time.Hour))
+	rerun.Trigger = models.TriggerRerun
+	m.ObserveRelease(rerun, models.OutcomeDone, "", now)
 	m.ObserveRelease(task(models.ResQuota, now), models.OutcomeManual, models.ClassRetryExhausted, now)
 	m.ObserveRelease(task(models.ResQuota, now), models.OutcomeDuplicate, "", now)
 	wantValues(t, gather(t, m.Registry()), map[string]float64{
@@ -328,16 +340,50 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 		`unhold_release_total{outcome="DUPLICATE",resource="quota"}`:              1,
 		`unhold_close_to_release_seconds_count{resource="quota"}`:                 0,
 		// A task created after "now" (clocks apart) counts as 0 s.
-		`unhold_close_to_release_seconds_sum{resource="points"}`:             0,
-		`unhold_close_to_release_seconds_bucket{le="0.1",resource="points"}`: 1,
-		`unhold_close_to_release_seconds_sum{resource="slot"}`:               7200,
-		`unhold_close_to_release_seconds_bucket{le="3600",resource="slot"}`:  0,
-		`unhold_close_to_release_seconds_bucket{le="+Inf",resource="slot"}`:  1,
+		`unhold_close_to_release_seconds_sum{resource="points"}`:               0,
+		`unhold_close_to_release_seconds_bucket{le="0.005",resource="points"}`: 1,
+		`unhold_close_to_release_seconds_sum{resource="slot"}`:                 7200,
+		`unhold_close_to_release_seconds_bucket{le="3600",resource="slot"}`:    0,
+		`unhold_close_to_release_seconds_bucket{le="+Inf",resource="slot"}`:    1,
+		`unhold_close_to_release_seconds_count{resource="balance"}`:            1,
+		`unhold_close_to_release_seconds_bucket{le="0.25",resource="balance"}`: 0,
+		`unhold_close_to_release_seconds_bucket{le="0.5",resource="balance"}`:  1,
+		`unhold_close_to_release_seconds_count{resource="coupon"}`:             1,
+		`unhold_close_to_release_seconds_sum{resource="coupon"}`:               40,
 	})
 	// A nil *Metrics records nothing and does not panic.
 	var off *jobs.Metrics
 	off.ObserveRelease(task(models.ResSlot, now), models.OutcomeDone, "", now)
 	off.ObserveHTTP("GET", "/", 200, time.Millisecond)
+}
+
+// The close-to-release histogram is fine below a second, has bounds at the
+// 2 s target and the 10 s alert, and keeps the tail to an hour.
+func TestCloseToReleaseBuckets(t *testing.T) {
+	t.Parallel()
+	s := modelstest.Open(t, models.SQLite, models.Options{})
+	m := jobs.NewMetrics(s, quietLog())
+	fams, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
+	for _, f := range fams {
+		if f.GetName() != "unhold_close_to_release_seconds" {
+			continue
+		}
+		for _, h := range f.GetMetric() {
+			var got []float64
+			for _, b := range h.GetHistogram().GetBucket() {
+				got = append(got, b.GetUpperBound())
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("buckets %v, want %v", got, want)
+			}
+		}
+		return
+	}
+	t.Error("unhold_close_to_release_seconds is missing")
 }
 
 // The alert rules file parses, every alert has a severity and a Chinese and
@@ -429,6 +475,8 @@ func TestAlertRules(t *testing.T) {
 		"UnholdReconOpenDiffs":         "unhold_recon_open_diffs",
 		"UnholdDuplicateReleaseSpike":  "unhold_release_duplicates_total",
 		"UnholdReleaseFailureRateHigh": "unhold_release_failures_total",
+		"UnholdReleaseLatencyHigh":     "unhold_close_to_release_seconds_bucket",
+		"UnholdReleaseLatencyCritical": "unhold_close_to_release_seconds_bucket",
 	} {
 		if expr, ok := alerts[name]; !ok || !strings.Contains(expr, reads) {
 			t.Errorf("alert %s reading %s is missing (have %q)", name, reads, expr)
@@ -436,6 +484,12 @@ func TestAlertRules(t *testing.T) {
 	}
 	if !strings.Contains(alerts["UnholdReleaseStalled"], "> 600") {
 		t.Errorf("UnholdReleaseStalled = %q, want it past 10 minutes (600 s)", alerts["UnholdReleaseStalled"])
+	}
+
+	for name, over := range map[string]string{"UnholdReleaseLatencyHigh": "> 2", "UnholdReleaseLatencyCritical": "> 10"} {
+		if e := alerts[name]; !strings.Contains(e, "histogram_quantile(0.99, sum by (le) (rate(") || !strings.HasSuffix(e, over) {
+			t.Errorf("%s = %q, want the p99 over all instances %s s", name, e, over)
+		}
 	}
 
 	promtool, err := exec.LookPath("promtool")

@@ -11,7 +11,8 @@ import (
 )
 
 // overview shows whether releases are healthy right now: the due backlog
-// and its oldest task, MANUAL and RETRY queues, success and failures by
+// and its oldest task, MANUAL and RETRY queues, the close→released
+// quantiles of the last hour against the target, success and failures by
 // type and class over the last hour and day, open reconciliation diffs and
 // duplicate releases, with a chart of releases per minute. Every number
 // links to the list behind it.
@@ -28,6 +29,10 @@ func (s *server) overview(c *echo.Context) error {
 	var diffs int64
 	for _, n := range open {
 		diffs += n
+	}
+	lat, err := s.store.ReleaseLatency(ctx)
+	if err != nil {
+		return err
 	}
 	last, err := s.store.LastReconRun(ctx)
 	if err != nil {
@@ -54,6 +59,8 @@ func (s *server) overview(c *echo.Context) error {
 		RetryURL:     tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskRetry}}),
 		DiffsURL:     "/recon",
 		FailuresURL:  tasksURL("/tasks", models.TaskFilter{Statuses: failing}),
+		Latency: views.OverviewLatency{Count: lat.Count, OverTarget: lat.OverTarget, Target: models.LatencyTarget,
+			P50: lat.Quantile(0.5), P95: lat.Quantile(0.95), P99: lat.Quantile(0.99)},
 	}
 	for i, day := range h.LastDay.ByType {
 		row := views.OverviewTypeRow{Type: string(day.Type), DaySuccess: day.Success, DayFailures: day.Failures,

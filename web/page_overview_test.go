@@ -161,3 +161,73 @@ func waitDiffCount(t *testing.T, b bundle) {
 		t.Fatal("after a run the overview does not say when it ran")
 	}
 }
+
+// The overview shows the last hour's close→released p50, p95 and p99 from
+// the database: "—" with none, each figure red past the 2 s target, and a
+// chart with the target drawn.
+func TestOverviewLatency(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
+		try(t, "sku-a", err)
+		body := getPageBoth(t, b, "/", "", http.StatusOK)
+		for _, id := range []string{"ov-latency-p50", "ov-latency-p95", "ov-latency-p99"} {
+			checkText(t, body, id, "—")
+		}
+		checkText(t, body, "ov-latency-empty", "最近 1 小时没有释放。")
+		if testidTag(body, "ov-latency-chart") != "" {
+			t.Error("a chart without releases")
+		}
+
+		// Ten orders released 300 ms after their close: within the target.
+		for i := range 10 {
+			tkOrder(t, b, fmt.Sprintf("fast-%d", i), "sku-a", "")
+		}
+		b.clock.Advance(300 * time.Millisecond)
+		drain(t, b)
+		for _, en := range []bool{false, true} {
+			body := getPage(t, b, "/", en, http.StatusOK)
+			want := map[bool]string{false: "300 毫秒", true: "300 ms"}[en]
+			for _, id := range []string{"ov-latency-p50", "ov-latency-p95", "ov-latency-p99"} {
+				checkText(t, body, id, want)
+				if strings.Contains(testidTag(body, id), "bad") {
+					t.Errorf("%s within the target is red", id)
+				}
+			}
+			checkText(t, body, "ov-latency-count", map[bool]string{false: "10 个释放，其中 0 个超过目标 2 秒", true: "10 releases, 0 of them past the 2 s target"}[en])
+			chart := testidElement(body, "ov-latency-chart")
+			target := map[bool]string{false: "目标 2 秒", true: "target 2 s"}[en]
+			if !strings.Contains(chart, "<svg") || !strings.Contains(chart, `class="lat-target"`) || !strings.Contains(chart, target) ||
+				strings.Count(chart, `class="lat-bar"`) != 3 {
+				t.Errorf("the chart lacks its three bars or the target line:\n%s", chart)
+			}
+		}
+
+		// One more, released 3 s after its close: the p95 and p99 go past
+		// the target and turn red; the p50 does not.
+		tkOrder(t, b, "slow-1", "sku-a", "")
+		b.clock.Advance(3 * time.Second)
+		drain(t, b)
+		for _, en := range []bool{false, true} {
+			body := getPage(t, b, "/", en, http.StatusOK)
+			checkText(t, body, "ov-latency-p50", map[bool]string{false: "300 毫秒", true: "300 ms"}[en])
+			for _, id := range []string{"ov-latency-p95", "ov-latency-p99"} {
+				checkText(t, body, id, map[bool]string{false: "3 秒", true: "3 s"}[en])
+				if !strings.Contains(testidTag(body, id), "bad") {
+					t.Errorf("%s past the target is not red: %s", id, testidTag(body, id))
+				}
+			}
+			if strings.Contains(testidTag(body, "ov-latency-p50"), "bad") {
+				t.Error("the p50 within the target is red")
+			}
+			checkText(t, body, "ov-latency-count", map[bool]string{false: "11 个释放，其中 1 个超过目标 2 秒", true: "11 releases, 1 of them past the 2 s target"}[en])
+			if n := strings.Count(testidElement(body, "ov-latency-chart"), `class="lat-bar over"`); n != 2 {
+				t.Errorf("%d red bars, want 2", n)
+			}
+		}
+
+		// Over an hour later they have left the window.
+		b.clock.Advance(time.Hour + time.Second)
+		body = getPage(t, b, "/", false, http.StatusOK)
+		checkText(t, body, "ov-latency-p99", "—")
+	})
+}
