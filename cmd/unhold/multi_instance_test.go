@@ -29,7 +29,8 @@ const (
 // Three unhold worker processes on one PostgreSQL schema drain a backlog
 // of 20,000 release tasks: every task is DONE, released exactly once (one
 // RELEASE ledger row each, no DUPLICATE attempt), the books reconcile, the
-// stock is all back, and each process did a real share of the work.
+// stock is all back, and each process did a real share of the work. Then
+// a close committed by none of them wakes them at once.
 func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 	t.Parallel()
 	// The test is about sharing and exactly once, not durability: without
@@ -58,6 +59,31 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 	}
 	waitAllDone(t, s)
 	t.Logf("%d processes released %d tasks in %s", multiWorkers, multiTasks, time.Since(start).Round(time.Millisecond))
+
+	// A close committed outside every worker's process wakes them through
+	// PostgreSQL: their sweep runs only hourly.
+	start = time.Now()
+	req := models.PlaceRequest{OrderNo: "mi-late", UserID: "mi-u0", Items: []models.Item{{SkuID: multiSKU(0), Qty: 1}}}
+	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseOrder(ctx, "mi-late", models.TriggerUserCancel, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for waited := 0; ; waited++ {
+		c, err := s.OrderChain(ctx, "mi-late")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Tasks) == 1 && c.Tasks[0].Status == models.TaskDone {
+			break
+		}
+		if waited == 100 {
+			t.Fatalf("a close elsewhere was not released within 5 s: %+v", c.Tasks)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("a close elsewhere released %s after it was placed", time.Since(start).Round(time.Millisecond))
 	var cpu time.Duration
 	for _, w := range workers {
 		w.stop(t)
@@ -77,7 +103,7 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 		}
 	}
 	count("tasks not DONE", "SELECT COUNT(*) FROM release_tasks WHERE status <> 'DONE'", 0)
-	count("RELEASE ledger rows", "SELECT COUNT(*) FROM inventory_flows WHERE type = 'RELEASE'", multiTasks)
+	count("RELEASE ledger rows", "SELECT COUNT(*) FROM inventory_flows WHERE type = 'RELEASE'", multiTasks+1)
 	count("orders without exactly one RELEASE row", `SELECT COUNT(*) FROM orders o WHERE (SELECT COUNT(*)
 		FROM inventory_flows f WHERE f.order_no = o.order_no AND f.type = 'RELEASE') <> 1`, 0)
 	count("DUPLICATE attempts", "SELECT COUNT(*) FROM task_attempts WHERE outcome = 'DUPLICATE'", 0)
@@ -188,7 +214,7 @@ func startWorker(t *testing.T, dsn, id string) *workerProcess {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.cmd = exec.Command(exe, "worker", "-db", dsn, "-worker-id", id, "-pools", "1", "-log-format", "json")
+	w.cmd = exec.Command(exe, "worker", "-db", dsn, "-worker-id", id, "-pools", "1", "-sweep-every", "1h", "-log-format", "json")
 	w.cmd.Stderr = logf
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
