@@ -43,7 +43,7 @@ func ListenDue(ctx context.Context, dsn string, wake func(), log *slog.Logger) {
 			return
 		}
 		if !down {
-			log.Warn("release wake-ups from other instances lost, reconnecting; the sweep still runs",
+			log.Warn("release wake-ups through PostgreSQL are off, reconnecting; the sweep still runs",
 				slog.String("channel", DueChannel), slog.Any("err", err))
 			down = true
 		}
@@ -76,7 +76,11 @@ func listenDue(ctx context.Context, dsn string, wake, up func()) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = conn.Close(cctx)
+	}()
 	var schema string
 	if err := conn.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
 		return fmt.Errorf("listen: current schema: %w", err)
