@@ -96,6 +96,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			go func() { defer workers.Done(); w.Run(workCtx) }()
 		}
 		wake = pools[0].Wake
+		if s.Dialect == models.Postgres {
+			// Closes and reruns committed by other instances wake these pools too.
+			workers.Add(1)
+			go func() { defer workers.Done(); jobs.ListenDue(workCtx, cfg.DB, wake, log) }()
+		}
 		if sched, err = startCron(cronCtx, cfg, s, pools[0], loc, log); err != nil {
 			return err
 		}
