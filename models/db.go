@@ -128,6 +128,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
+	// No PrepareStmt: the SQLite driver compiles the SQL on every execution
+	// whatever database/sql prepares, gorm prepares anew in every
+	// transaction, and pgx already caches prepared statements per
+	// connection. Measured on a close: no gain on SQLite, +50% CPU on
+	// PostgreSQL.
 	cfg := &gorm.Config{
 		Logger:                 logger.Default.LogMode(logger.Silent),
 		SkipDefaultTransaction: true,
