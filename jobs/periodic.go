@@ -36,7 +36,7 @@ const (
 
 // Bounds of the work of one run.
 const (
-	closeBatch   = 500 // unpaid orders closed per timeout-close run
+	closePage    = 200 // unpaid orders closed per transaction of the timeout close
 	cleanupBatch = 500 // rows deleted per cleanup transaction: a short hold of SQLite's one writer
 )
 
@@ -150,12 +150,7 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 			return fmt.Sprintf("counted %d crashed tries (leases expired without an outcome)", n), err
 		}},
 		Job{Name: JobTimeoutClose, Spec: every(sc.TimeoutClose), Run: func(ctx context.Context) (string, error) {
-			closed, err := s.CloseExpired(ctx, closeBatch)
-			if len(closed) == 0 {
-				return "", err
-			}
-			wake()
-			return fmt.Sprintf("closed %d unpaid orders past their deadline", len(closed)), err
+			return CloseExpired(ctx, s, wake)
 		}},
 	)
 	if d.Reconcile != nil {
@@ -172,6 +167,32 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, sc.AttemptRetention) }},
 	)
 	return jobs, nil
+}
+
+// CloseExpired closes unpaid orders past their deadline a page of closePage
+// per transaction, page after page until none is due or the run's ctx ends,
+// and wakes the worker after each page, so a flash sale's expired orders
+// start releasing while the rest are still being closed.
+func CloseExpired(ctx context.Context, s *models.Store, wake func()) (string, error) {
+	var closed, pages int
+	var err error
+	for ctx.Err() == nil {
+		var page []string
+		page, err = s.CloseExpired(ctx, closePage)
+		if len(page) == 0 {
+			break
+		}
+		closed += len(page)
+		pages++
+		wake()
+	}
+	if err == nil {
+		err = ctx.Err() // cut short by the run's bound: the next run goes on
+	}
+	if closed == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("closed %d unpaid orders past their deadline, %d pages", closed, pages), err
 }
 
 // LedgerReport totals yesterday's ledger rows (the day before the store's

@@ -99,9 +99,13 @@ func classOf(err error) (ErrorClass, bool) {
 // IsBusy tells, by the driver's error code, that the database was too busy
 // to answer and a retry later may pass: SQLite's BUSY or LOCKED once the
 // busy timeout ran out, PostgreSQL's serialization failure, deadlock or
-// lock not available. A release failing so is class DB_BUSY; a request,
+// lock not available; or a SQLite write that waited its turn as long as the
+// busy timeout (writeGate). A release failing so is class DB_BUSY; a request,
 // 503 BUSY.
 func IsBusy(err error) bool {
+	if errors.Is(err, errWriteQueueTimeout) {
+		return true
+	}
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
 		return pg.Code == "40001" || pg.Code == "40P01" || pg.Code == "55P03"

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -23,51 +26,127 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 	if _, err := ParseCloseReason(string(reason)); err != nil {
 		return CloseResult{}, err
 	}
-	var out CloseResult
+	out := CloseResult{Status: OrderClosed}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
-		res := tx.Exec(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
-			WHERE order_no = ? AND status = 'PENDING'`, reason, now, now, orderNo)
-		if res.Error != nil {
-			return res.Error
+		won, tasks, err := s.closeOrders(tx, []string{orderNo}, reason)
+		if err != nil {
+			return err
 		}
-		if res.RowsAffected == 1 {
-			out.Won = true
-			var hs []Hold
-			if err := tx.Where("order_no = ?", orderNo).Find(&hs).Error; err != nil {
-				return err
-			}
-			sortHolds(hs)
-			for _, h := range hs {
-				if h.Outstanding() == 0 {
-					continue
-				}
-				delay, err := s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey)
-				if err != nil {
-					return err
-				}
-				t := ReleaseTask{OrderNo: orderNo, ResourceType: h.ResourceType, BizKey: h.BizKey, Qty: h.Outstanding(),
-					Status: TaskPending, Trigger: reason, NextAt: now.Add(delay), CreatedAt: now, UpdatedAt: now}
-				if err := tx.Create(&t).Error; err != nil {
-					return err
-				}
-			}
-		} else {
-			st, err := orderStatus(tx, orderNo)
-			if err != nil {
-				return err
-			}
-			if st != OrderClosed {
-				return fmt.Errorf("%w: order %s is %s", ErrOrderNotClosable, orderNo, st)
-			}
+		if len(won) == 1 {
+			// A PENDING order has no tasks yet (a closed order never
+			// becomes PENDING again), so its tasks are the ones just
+			// written.
+			out.Won, out.Tasks = true, tasks
+			return nil
 		}
-		out.Status = OrderClosed
+		st, err := orderStatus(tx, orderNo)
+		if err != nil {
+			return err
+		}
+		if st != OrderClosed {
+			return fmt.Errorf("%w: order %s is %s", ErrOrderNotClosable, orderNo, st)
+		}
 		return tx.Model(&ReleaseTask{}).Where("order_no = ?", orderNo).Count(&out.Tasks).Error
 	})
 	if err != nil {
 		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, err)
 	}
 	return out, nil
+}
+
+// closeOrders closes, inside tx, those of nos still PENDING, each by its
+// own conditional update so that a payment racing it wins or loses cleanly,
+// and writes one release task per outstanding hold of each order it closed.
+// It returns the orders it closed and the number of tasks written.
+func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, int64, error) {
+	now := s.Now()
+	var won []string
+	for _, no := range nos {
+		res := tx.Exec(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
+			WHERE order_no = ? AND status = 'PENDING'`, reason, now, now, no)
+		if res.Error != nil {
+			return nil, 0, res.Error
+		}
+		if res.RowsAffected == 1 {
+			won = append(won, no)
+		}
+	}
+	if len(won) == 0 {
+		return nil, 0, nil
+	}
+	var hs []Hold
+	for part := range slices.Chunk(won, closeChunk) {
+		var page []Hold
+		if err := tx.Where("order_no IN ?", part).Find(&page).Error; err != nil {
+			return nil, 0, err
+		}
+		hs = append(hs, page...)
+	}
+	slices.SortFunc(hs, func(a, b Hold) int {
+		if c := strings.Compare(a.OrderNo, b.OrderNo); c != 0 {
+			return c
+		}
+		switch {
+		case resourceLess(a.ResourceType, b.ResourceType, a.BizKey, b.BizKey):
+			return -1
+		case resourceLess(b.ResourceType, a.ResourceType, b.BizKey, a.BizKey):
+			return 1
+		}
+		return 0
+	})
+	// Orders of one page share SKUs: each one's release delay is read once.
+	type key struct {
+		r   ResourceType
+		biz string
+	}
+	delays := map[key]time.Duration{}
+	var tasks []ReleaseTask
+	for _, h := range hs {
+		if h.Outstanding() == 0 {
+			continue
+		}
+		k := key{h.ResourceType, h.BizKey}
+		delay, ok := delays[k]
+		if !ok {
+			var err error
+			if delay, err = s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey); err != nil {
+				return nil, 0, err
+			}
+			delays[k] = delay
+		}
+		tasks = append(tasks, ReleaseTask{OrderNo: h.OrderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
+			Qty: h.Outstanding(), Trigger: reason, NextAt: now.Add(delay)})
+	}
+	if err := insertTasks(tx, tasks, now); err != nil {
+		return nil, 0, err
+	}
+	return won, int64(len(tasks)), nil
+}
+
+// closeChunk bounds the rows of one IN list or one multi-row insert, well
+// under both engines' limits on bound parameters.
+const closeChunk = 100
+
+// insertTasks writes new PENDING tasks, many rows a statement: a task's ID
+// is not needed by whoever closes, and gorm's Create of one row at a time
+// was the larger part of a close.
+func insertTasks(tx *gorm.DB, tasks []ReleaseTask, now time.Time) error {
+	for part := range slices.Chunk(tasks, closeChunk) {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO release_tasks (order_no, resource_type, biz_key, qty, status, trigger_type, next_at, created_at, updated_at) VALUES `)
+		args := make([]any, 0, 9*len(part))
+		for i, t := range part {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, t.OrderNo, t.ResourceType, t.BizKey, t.Qty, TaskPending, t.Trigger, t.NextAt, now, now)
+		}
+		if err := tx.Exec(q.String(), args...).Error; err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func orderStatus(tx *gorm.DB, orderNo string) (OrderStatus, error) {
@@ -80,7 +159,10 @@ func orderStatus(tx *gorm.DB, orderNo string) (OrderStatus, error) {
 }
 
 // CloseExpired closes, with reason TIMEOUT, up to limit PENDING orders whose
-// pay deadline has passed, and returns the numbers it closed.
+// pay deadline has passed, in one transaction, and returns the numbers it
+// closed: an order paid between the scan and the close stays paid. One
+// transaction a page, not an order, so that a flash sale's worth of expired
+// orders takes few turns of SQLite's one writer and few commits.
 func (s *Store) CloseExpired(ctx context.Context, limit int) ([]string, error) {
 	var nos []string
 	err := s.R.WithContext(ctx).Model(&Order{}).Where("status = ? AND pay_deadline < ?", OrderPending, s.Now()).
@@ -88,18 +170,17 @@ func (s *Store) CloseExpired(ctx context.Context, limit int) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("find expired orders: %w", err)
 	}
+	if len(nos) == 0 {
+		return nil, nil
+	}
 	var closed []string
-	for _, no := range nos {
-		res, err := s.CloseOrder(ctx, no, TriggerTimeout, "system:timeout")
-		if errors.Is(err, ErrOrderNotClosable) {
-			continue // paid between the scan and the close
-		}
-		if err != nil {
-			return closed, err
-		}
-		if res.Won {
-			closed = append(closed, no)
-		}
+	err = s.write(ctx, func(tx *gorm.DB) error {
+		var err error
+		closed, _, err = s.closeOrders(tx, nos, TriggerTimeout)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("close expired orders: %w", err)
 	}
 	return closed, nil
 }

@@ -21,7 +21,7 @@ var jobsText = text{
 
 	"jobs.desc.release_sweep":   {"唤醒本进程的 worker，领取到期的释放任务。每个实例各自运行，不加锁，也不记录：每次释放的结果记录在释放任务的尝试里。", "Wakes this process's worker to claim due release tasks. Every instance runs it, unlocked and unrecorded: each release is recorded in its task's attempts."},
 	"jobs.desc.lease_rescue":    {"清除已到期的释放任务租约，让崩溃的 worker 留下的任务重新可领。", "Clears expired release task leases, so tasks left by a crashed worker can be claimed again."},
-	"jobs.desc.timeout_close":   {"关闭超过支付期限仍未支付的订单（每次最多 500 单），并唤醒 worker 释放它们占用的资源。", "Closes unpaid orders past their pay deadline (up to 500 a run) and wakes the worker to release what they held."},
+	"jobs.desc.timeout_close":   {"关闭超过支付期限仍未支付的订单（每个事务 200 单，逐页关闭直到没有到期的订单），每页之后唤醒 worker 释放它们占用的资源。", "Closes unpaid orders past their pay deadline (200 a transaction, page after page until none is due) and wakes the worker after each page to release what they held."},
 	"jobs.desc.reconcile":       {"核对每种资源：锁定量与待支付订单和未完成任务是否一致，当前值与账本之和是否一致；差异成为对账工单。", "Checks every resource: locked against pending orders and unfinished tasks, current values against the ledger sums; each difference becomes a ticket."},
 	"jobs.desc.ledger_report":   {"统计前一天（按所配时区）各账本按资源和类型的行数与数量，记录在本次运行里并写入日志。", "Totals the previous day's ledger rows (in the configured zone) by resource and type, recorded on the run and logged."},
 	"jobs.desc.attempt_cleanup": {"分批删除已完成（DONE、SUPERSEDED）任务的过期尝试记录和过期的运行记录。账本和审计日志只追加，从不删除。", "Deletes, in small batches, old attempts of finished (DONE, SUPERSEDED) tasks and old job runs. Ledgers and the audit log are append-only and never deleted."},
