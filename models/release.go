@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -205,15 +206,30 @@ func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.
 	return outcome, err
 }
 
-// insertAttempt writes one attempt row, clipped as BeforeCreate clips it:
-// a plain insert, since the worker writes one per try and needs no id back.
+// insertAttempt writes one attempt row; see insertAttempts.
 func insertAttempt(tx *gorm.DB, a TaskAttempt) error {
-	if err := a.BeforeCreate(tx); err != nil {
-		return err
+	return insertAttempts(tx, []TaskAttempt{a})
+}
+
+// insertAttempts writes attempt rows in one plain insert, each clipped as
+// BeforeCreate clips it: the worker writes one per try and needs no id back.
+func insertAttempts(tx *gorm.DB, as []TaskAttempt) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error, note,
+		started_at, finished_at) VALUES `)
+	args := make([]any, 0, 10*len(as))
+	for i, a := range as {
+		if err := a.BeforeCreate(tx); err != nil {
+			return err
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, a.TaskID, a.OrderNo, a.ResourceType, a.Worker, a.Outcome, a.ErrorClass, a.Error, a.Note,
+			a.StartedAt, a.FinishedAt)
 	}
-	return tx.Exec(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error, note,
-		started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, a.TaskID, a.OrderNo, a.ResourceType, a.Worker,
-		a.Outcome, a.ErrorClass, a.Error, a.Note, a.StartedAt, a.FinishedAt).Error
+	return tx.Exec(q.String(), args...).Error
 }
 
 // handBackTimeout bounds handing back the leases of a stopping worker's batch.
@@ -224,12 +240,23 @@ const handBackTimeout = 10 * time.Second
 // task is still leased to its worker, which tries each alone.
 var ErrBatchNotCommitted = errors.New("release batch not committed")
 
-// ReleaseBatch releases claimed tasks in one transaction: each task's try
-// (releaseIn) runs inside its own savepoint, so a task that fails or
-// panics rolls back to it alone and its failure is recorded in the same
-// transaction (a retry, or MANUAL, as ReleaseTask records it), while its
-// neighbours' releases stand. It returns one result per task, in order,
-// all committed together.
+// errTryEach sends a batch from the fast path to the savepoint path.
+var errTryEach = errors.New("a task of the batch failed")
+
+// maxAttemptRows bounds the rows of one attempts insert (10 values each).
+const maxAttemptRows = 100
+
+// ReleaseBatch releases claimed tasks in one transaction and returns one
+// result per task, in order, all committed together. Tasks are applied in
+// resource-and-key order, the order placement locks in, so two batches on
+// PostgreSQL never wait on each other's rows in a cycle.
+//
+// The fast path (releaseAll) fences the whole claim with one update and
+// writes the attempt rows together; when any task of it fails or panics,
+// the transaction rolls back and the batch runs again with each task's try
+// inside its own savepoint (releaseSaved), so a failing task rolls back
+// alone and its failure is recorded in the same transaction (a retry, or
+// MANUAL, as ReleaseTask records it), while its neighbours' releases stand.
 //
 // An error means nothing of the batch was recorded: ErrBatchNotCommitted
 // when the transaction failed (the caller retries each task alone, where
@@ -242,18 +269,36 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 			return nil, fmt.Errorf("release batch: task %d was not claimed", t.ID)
 		}
 	}
-	var results []ReleaseResult
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		results = make([]ReleaseResult, len(tasks))
-		for i, t := range tasks {
-			res, err := s.releaseSaved(tx, t, worker)
-			if err != nil {
-				return fmt.Errorf("task %d: %w", t.ID, err)
-			}
-			results[i] = res
-		}
-		return nil
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := tasks[order[i]], tasks[order[j]]
+		return resourceLess(a.ResourceType, b.ResourceType, a.BizKey, b.BizKey)
 	})
+	var results []ReleaseResult
+	err := errTryEach
+	if oneClaim(tasks) {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			var err error
+			results, err = s.releaseAll(tx, tasks, order, worker)
+			return err
+		})
+	}
+	if errors.Is(err, errTryEach) {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			results = make([]ReleaseResult, len(tasks))
+			for _, i := range order {
+				res, err := s.releaseSaved(tx, tasks[i], worker)
+				if err != nil {
+					return fmt.Errorf("task %d: %w", tasks[i].ID, err)
+				}
+				results[i] = res
+			}
+			return nil
+		})
+	}
 	if err == nil {
 		return results, nil
 	}
@@ -266,6 +311,91 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 		return nil, fmt.Errorf("release batch: stopped, leases handed back: %w", err)
 	}
 	return nil, fmt.Errorf("%w: %w", ErrBatchNotCommitted, err)
+}
+
+// oneClaim tells whether tasks share one lease token, as one claim's do.
+func oneClaim(tasks []ReleaseTask) bool {
+	for _, t := range tasks {
+		if t.LeaseToken != tasks[0].LeaseToken {
+			return false
+		}
+	}
+	return len(tasks) > 0
+}
+
+// releaseAll is a batch's fast path inside tx, for the tasks of one claim
+// (one lease token): one update fences them all and marks them DONE, each
+// task's resource is then applied in the given order (its own ledger
+// insert and conditional update), and the attempt rows are written
+// together. A task no longer this lease's is LEASE_LOST and left alone.
+// Any task's failure or panic returns errTryEach: tx must roll back.
+func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker string) (results []ReleaseResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, fmt.Errorf("%w: panic: %v", errTryEach, r)
+		}
+	}()
+	start := s.Now()
+	ids := make([]int64, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	var fenced []struct {
+		ID          int64
+		Trigger     Trigger `gorm:"column:trigger_type"`
+		RerunBy     string
+		RerunReason string
+	}
+	err = tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
+		last_error_class = '', lease_until = NULL WHERE id IN ? AND lease_token = ? AND status IN ('PENDING','RETRY')
+		RETURNING id, trigger_type, rerun_by, rerun_reason`,
+		start, start, ids, tasks[0].LeaseToken).Scan(&fenced).Error
+	if err != nil {
+		return nil, err
+	}
+	rows := make(map[int64]ReleaseTask, len(fenced))
+	for _, f := range fenced {
+		rows[f.ID] = ReleaseTask{Trigger: f.Trigger, RerunBy: f.RerunBy, RerunReason: f.RerunReason}
+	}
+	results = make([]ReleaseResult, len(tasks))
+	attempts := make([]TaskAttempt, 0, len(fenced))
+	for _, i := range order {
+		t := tasks[i]
+		row, ok := rows[t.ID]
+		if !ok {
+			results[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
+			continue
+		}
+		outcome := OutcomeDone
+		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: start}
+		err := s.apply(tx, t.ResourceType, op)
+		switch {
+		case errors.Is(err, errDuplicate):
+			outcome = OutcomeDuplicate
+		case err != nil:
+			return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+		}
+		if s.faults != nil {
+			if err := s.faults(FaultAfterLedger, &t); err != nil {
+				return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+			}
+		}
+		results[i] = ReleaseResult{Outcome: outcome}
+		attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+			Outcome: outcome, Note: row.rerunNote(), StartedAt: start})
+	}
+	finished := s.Now()
+	for i := range attempts {
+		attempts[i].FinishedAt = finished
+	}
+	for len(attempts) > 0 {
+		n := min(len(attempts), maxAttemptRows)
+		if err := insertAttempts(tx, attempts[:n]); err != nil {
+			return nil, err
+		}
+		attempts = attempts[n:]
+	}
+	return results, nil
 }
 
 // releaseSaved is one task of a batch: its try inside a savepoint, and a
