@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,7 +10,8 @@ import (
 	"unhold/models"
 )
 
-// Worker claims due release tasks with a lease and releases them one by one.
+// Worker claims due release tasks with a lease and releases each claimed
+// batch in one transaction.
 // Each worker is one Run loop (a pool); Wake asks it to drain now.
 type Worker struct {
 	s       *models.Store
@@ -74,12 +76,14 @@ type Stats map[string]int
 // batch.
 const handBackTimeout = 10 * time.Second
 
-// Drain claims and releases due tasks until none are due or ctx ends. The
-// end of ctx (the process stopping) stops it claiming; the try in hand
-// rolls back and is handed back by ReleaseTask, and the claimed tasks not
-// yet tried are handed back here (Store.ReturnLease): due again at once for
-// another worker, none is counted as a failure or waits out its lease to be
-// counted as a crash.
+// Drain claims and releases due tasks until none are due or ctx ends. Each
+// claimed batch is released in one transaction (Store.ReleaseBatch); a
+// batch that does not commit as a whole is tried again task by task, so a
+// fault is pinned on its own task. The end of ctx (the process stopping)
+// stops it claiming; the batch in hand rolls back and its leases are
+// handed back (Store.ReturnLeases), as are claimed tasks not yet tried:
+// due again at once for another worker, none is counted as a failure or
+// waits out its lease to be counted as a crash.
 func (w *Worker) Drain(ctx context.Context) Stats {
 	st := Stats{}
 	// A claim outlives ctx: one cancelled while it commits would leave
@@ -99,35 +103,117 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		if len(tasks) == w.batch && w.next != nil {
 			w.next.Wake()
 		}
-		for i, t := range tasks {
-			if ctx.Err() != nil {
-				w.handBack(wctx, tasks[i:], st)
-				return st
+		if w.leaseShort(tasks[0]) {
+			for _, t := range tasks {
+				w.handBackShort(wctx, t, st)
 			}
-			// A batch runs one task after another; a task whose lease would
-			// run out before its try could finish is handed back untried
-			// rather than tried and lost. Left to expire, its lease would
-			// count as a crash.
-			if t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil) {
-				w.returnLease(wctx, t)
-				st[OutcomeLeaseShort]++
-				w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
-				continue
-			}
-			st[w.release(ctx, t)]++
+			continue
+		}
+		if !w.releaseBatch(ctx, tasks, st) {
+			w.releaseEach(ctx, wctx, tasks, st)
 		}
 	}
 	return st
+}
+
+// leaseShort tells whether t's lease would run out before a try could
+// finish. One claim leases its tasks until the same moment.
+func (w *Worker) leaseShort(t models.ReleaseTask) bool {
+	return t.LeaseUntil != nil && w.s.Now().Add(w.timeout).After(*t.LeaseUntil)
+}
+
+// handBackShort hands back a task whose lease is too short to try it:
+// tried and cut off, it would be lost; left to expire, its lease would
+// count as a crash.
+func (w *Worker) handBackShort(ctx context.Context, t models.ReleaseTask, st Stats) {
+	w.returnLease(ctx, t)
+	st[OutcomeLeaseShort]++
+	w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
+}
+
+// releaseBatch releases tasks in one transaction and records each
+// outcome. It returns false when the batch did not commit and the tasks
+// are still this worker's to try one by one; a stopping worker's batch is
+// handed back whole.
+func (w *Worker) releaseBatch(ctx context.Context, tasks []models.ReleaseTask, st Stats) (ok bool) {
+	defer func() {
+		// A panic outside any one task's try (they are recovered one by
+		// one) leaves the transaction rolled back: try each alone.
+		if r := recover(); r != nil {
+			w.log.Error("release batch crashed; releasing its tasks one by one", slog.String("worker", w.id),
+				slog.Int("tasks", len(tasks)), slog.Any("panic", fmt.Sprint(r)))
+			ok = false
+		}
+	}()
+	bctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	results, err := w.s.ReleaseBatch(bctx, tasks, w.id)
+	switch {
+	case err == nil:
+		now := w.s.Now()
+		for i, res := range results {
+			st[w.observe(tasks[i], res, now)]++
+		}
+		return true
+	case errors.Is(err, models.ErrBatchNotCommitted):
+		w.log.Warn("release batch not committed; releasing its tasks one by one", slog.String("worker", w.id),
+			slog.Int("tasks", len(tasks)), slog.Any("err", err))
+		return false
+	default:
+		// Stopping: ReleaseBatch handed the leases back (or failed to,
+		// which it says; the leases then expire and count as crashes).
+		w.log.Info("stopping: release batch rolled back and handed back", slog.String("worker", w.id),
+			slog.Int("tasks", len(tasks)), slog.Any("err", err))
+		st[OutcomeHandedBack] += len(tasks)
+		return true
+	}
+}
+
+// observe logs one committed outcome of a batch, records it in the
+// metrics, and returns what the drain counts it as: a try that panicked
+// is CRASHED, as when a task is tried alone.
+func (w *Worker) observe(t models.ReleaseTask, res models.ReleaseResult, now time.Time) string {
+	attrs := []any{slog.Int64("task_id", t.ID), slog.String("order_no", t.OrderNo),
+		slog.String("resource", string(t.ResourceType)), slog.String("worker", w.id)}
+	outcome := res.Outcome
+	switch {
+	case res.Class == models.ClassCrashed && (outcome == models.OutcomeRetry || outcome == models.OutcomeManual):
+		w.log.Error("release crashed", append(attrs, slog.String("task_outcome", outcome), slog.String("error", res.Err))...)
+		outcome = OutcomeCrashed
+	case outcome == models.OutcomeRetry, outcome == models.OutcomeManual:
+		w.log.Warn("release failed", append(attrs, slog.String("outcome", outcome),
+			slog.String("class", string(res.Class)), slog.String("error", res.Err))...)
+	case outcome == models.OutcomeDuplicate:
+		w.log.Info("release already in the ledger", append(attrs, slog.String("outcome", outcome))...)
+	}
+	w.metrics.ObserveRelease(t, outcome, res.Class, now)
+	return outcome
+}
+
+// releaseEach tries tasks one after another, each in its own transaction
+// with its own timeout, as a batch that did not commit falls back to.
+func (w *Worker) releaseEach(ctx, wctx context.Context, tasks []models.ReleaseTask, st Stats) {
+	for i, t := range tasks {
+		if ctx.Err() != nil {
+			w.handBack(wctx, tasks[i:], st)
+			return
+		}
+		if w.leaseShort(t) {
+			w.handBackShort(wctx, t, st)
+			continue
+		}
+		st[w.release(ctx, t)]++
+	}
 }
 
 // handBack returns the leases of claimed tasks a stopping worker will not try.
 func (w *Worker) handBack(ctx context.Context, tasks []models.ReleaseTask, st Stats) {
 	ctx, cancel := context.WithTimeout(ctx, handBackTimeout)
 	defer cancel()
-	for _, t := range tasks {
-		w.returnLease(ctx, t)
-		st[OutcomeHandedBack]++
+	if err := w.s.ReturnLeases(ctx, tasks); err != nil {
+		w.log.Error("return leases", slog.String("worker", w.id), slog.Int("tasks", len(tasks)), slog.Any("err", err))
 	}
+	st[OutcomeHandedBack] += len(tasks)
 	w.log.Info("stopping: handed back untried tasks", slog.String("worker", w.id), slog.Int("tasks", len(tasks)))
 }
 

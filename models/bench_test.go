@@ -40,14 +40,29 @@ func BenchmarkReleaseTask(b *testing.B) {
 			s := modelstest.Open(b, d, models.Options{})
 			ctx := context.Background()
 			benchShop(b, s)
-			benchReleases(ctx, b, s)
+			benchReleases(ctx, b, s, 50, false)
 		})
 	}
 }
 
-// benchReleases closes b.N one-SKU orders, then times releasing their
-// tasks, claimed in batches of 50.
-func benchReleases(ctx context.Context, b *testing.B, s *models.Store) {
+// BenchmarkReleaseBatch: the same releases, claimed 100 at a time and each
+// claim released in one transaction (a savepoint per task), as the worker
+// does.
+func BenchmarkReleaseBatch(b *testing.B) {
+	for _, d := range modelstest.Engines {
+		b.Run(string(d), func(b *testing.B) {
+			s := modelstest.Open(b, d, models.Options{})
+			ctx := context.Background()
+			benchShop(b, s)
+			benchReleases(ctx, b, s, 100, true)
+		})
+	}
+}
+
+// benchReleases closes b.N one-SKU orders, then times claiming their tasks
+// batch at a time and releasing them, each alone or each claim in one
+// transaction.
+func benchReleases(ctx context.Context, b *testing.B, s *models.Store, batch int, together bool) {
 	for i := range b.N {
 		no := fmt.Sprintf("r-%d", i)
 		req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
@@ -61,9 +76,22 @@ func benchReleases(ctx context.Context, b *testing.B, s *models.Store) {
 	b.ResetTimer()
 	done := 0
 	for done < b.N {
-		tasks, err := s.ClaimTasks(ctx, "bench", 50, time.Minute)
+		tasks, err := s.ClaimTasks(ctx, "bench", batch, time.Minute)
 		if err != nil || len(tasks) == 0 {
 			b.Fatalf("claim: %d, %v", len(tasks), err)
+		}
+		if together {
+			rs, err := s.ReleaseBatch(ctx, tasks, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, r := range rs {
+				if r.Outcome != models.OutcomeDone {
+					b.Fatalf("release: %+v", r)
+				}
+			}
+			done += len(tasks)
+			continue
 		}
 		for _, t := range tasks {
 			if r, err := s.ReleaseTask(ctx, t, "bench"); err != nil || r.Outcome != models.OutcomeDone {

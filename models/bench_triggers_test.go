@@ -35,7 +35,7 @@ func BenchmarkReleaseInsertGuards(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchReleases(ctx, b, s)
+			benchReleases(ctx, b, s, 50, false)
 		})
 	}
 }

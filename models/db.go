@@ -41,7 +41,6 @@ type FaultFunc func(point string, t *ReleaseTask) error
 // Fault points.
 const (
 	FaultAfterLedger = "release.after_ledger"
-	FaultBeforeClaim = "release.before_claim"
 	// FaultBetweenReads is passed, with a nil task, between the statements
 	// of a snapshot read (a reconciliation, ReconcileKeys, the order chain):
 	// whatever a test commits there must not show in that read.
@@ -99,6 +98,9 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// A batch of releases puts each in a savepoint, whose journal is a
+	// temporary file unless temp storage is memory: a write per page.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

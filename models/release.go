@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -134,37 +135,11 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 		return ReleaseResult{}, fmt.Errorf("release task %d: it was not claimed", t.ID)
 	}
 	start := s.Now()
-	outcome := OutcomeDone
+	var outcome string
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
-		// Trigger and rerun note come from the row this update fences, not
-		// from the claimed copy: a rerun may have committed since the claim.
-		var done []ReleaseTask
-		err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
-			last_error_class = '', lease_until = NULL WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY') RETURNING *`,
-			now, now, t.ID, t.LeaseToken).Scan(&done).Error
-		if err != nil {
-			return err
-		}
-		if len(done) == 0 {
-			return errLeaseLost
-		}
-		row := done[0]
-		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: now}
-		err = s.apply(tx, t.ResourceType, op)
-		switch {
-		case errors.Is(err, errDuplicate):
-			outcome = OutcomeDuplicate
-		case err != nil:
-			return err
-		}
-		if s.faults != nil {
-			if err := s.faults(FaultAfterLedger, &t); err != nil {
-				return err
-			}
-		}
-		return tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()}).Error
+		var err error
+		outcome, err = s.releaseIn(tx, t, worker, start)
+		return err
 	})
 	if errors.Is(err, errLeaseLost) {
 		return ReleaseResult{Outcome: OutcomeLeaseLost}, nil
@@ -188,6 +163,284 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	return res, nil
 }
 
+// releaseIn is one try of claimed task t inside tx: the fenced DONE update,
+// the resource's ledger insert and conditional update, the attempt row. It
+// returns DONE or DUPLICATE, errLeaseLost when the task is no longer this
+// lease's, or the release's error.
+func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.Time) (string, error) {
+	now := s.Now()
+	// Trigger and rerun note come from the row this update fences, not
+	// from the claimed copy: a rerun may have committed since the claim.
+	var done []struct {
+		Trigger     Trigger `gorm:"column:trigger_type"`
+		RerunBy     string
+		RerunReason string
+	}
+	err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
+		last_error_class = '', lease_until = NULL WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')
+		RETURNING trigger_type, rerun_by, rerun_reason`,
+		now, now, t.ID, t.LeaseToken).Scan(&done).Error
+	if err != nil {
+		return "", err
+	}
+	if len(done) == 0 {
+		return "", errLeaseLost
+	}
+	row := ReleaseTask{Trigger: done[0].Trigger, RerunBy: done[0].RerunBy, RerunReason: done[0].RerunReason}
+	outcome := OutcomeDone
+	op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: now}
+	err = s.apply(tx, t.ResourceType, op)
+	switch {
+	case errors.Is(err, errDuplicate):
+		outcome = OutcomeDuplicate
+	case err != nil:
+		return "", err
+	}
+	if s.faults != nil {
+		if err := s.faults(FaultAfterLedger, &t); err != nil {
+			return "", err
+		}
+	}
+	err = insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+		Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()})
+	return outcome, err
+}
+
+// insertAttempt writes one attempt row; see insertAttempts.
+func insertAttempt(tx *gorm.DB, a TaskAttempt) error {
+	return insertAttempts(tx, []TaskAttempt{a})
+}
+
+// insertAttempts writes attempt rows in one plain insert, each clipped as
+// BeforeCreate clips it: the worker writes one per try and needs no id back.
+func insertAttempts(tx *gorm.DB, as []TaskAttempt) error {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error, note,
+		started_at, finished_at) VALUES `)
+	args := make([]any, 0, 10*len(as))
+	for i, a := range as {
+		if err := a.BeforeCreate(tx); err != nil {
+			return err
+		}
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, a.TaskID, a.OrderNo, a.ResourceType, a.Worker, a.Outcome, a.ErrorClass, a.Error, a.Note,
+			a.StartedAt, a.FinishedAt)
+	}
+	return tx.Exec(q.String(), args...).Error
+}
+
+// handBackTimeout bounds handing back the leases of a stopping worker's batch.
+const handBackTimeout = 10 * time.Second
+
+// ErrBatchNotCommitted means a batch of releases did not commit as a whole
+// (its transaction failed or timed out): nothing of it was recorded, every
+// task is still leased to its worker, which tries each alone.
+var ErrBatchNotCommitted = errors.New("release batch not committed")
+
+// errTryEach sends a batch from the fast path to the savepoint path.
+var errTryEach = errors.New("a task of the batch failed")
+
+// maxAttemptRows bounds the rows of one attempts insert (10 values each).
+const maxAttemptRows = 100
+
+// ReleaseBatch releases claimed tasks in one transaction and returns one
+// result per task, in order, all committed together. Tasks are applied in
+// resource-and-key order, the order placement locks in, so two batches on
+// PostgreSQL never wait on each other's rows in a cycle.
+//
+// The fast path (releaseAll) fences the whole claim with one update and
+// writes the attempt rows together; when any task of it fails or panics,
+// the transaction rolls back and the batch runs again with each task's try
+// inside its own savepoint (releaseSaved), so a failing task rolls back
+// alone and its failure is recorded in the same transaction (a retry, or
+// MANUAL, as ReleaseTask records it), while its neighbours' releases stand.
+//
+// An error means nothing of the batch was recorded: ErrBatchNotCommitted
+// when the transaction failed (the caller retries each task alone, where
+// a failure is attributed to its own task); or, when ctx was cancelled
+// (the process stopping), every lease has been handed back (ReturnLeases)
+// and the error wraps ctx's.
+func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker string) ([]ReleaseResult, error) {
+	for _, t := range tasks {
+		if t.LeaseToken == "" {
+			return nil, fmt.Errorf("release batch: task %d was not claimed", t.ID)
+		}
+	}
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := tasks[order[i]], tasks[order[j]]
+		return resourceLess(a.ResourceType, b.ResourceType, a.BizKey, b.BizKey)
+	})
+	var results []ReleaseResult
+	err := errTryEach
+	if oneClaim(tasks) {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			var err error
+			results, err = s.releaseAll(tx, tasks, order, worker)
+			return err
+		})
+	}
+	if errors.Is(err, errTryEach) {
+		err = s.write(ctx, func(tx *gorm.DB) error {
+			results = make([]ReleaseResult, len(tasks))
+			for _, i := range order {
+				res, err := s.releaseSaved(tx, tasks[i], worker)
+				if err != nil {
+					return fmt.Errorf("task %d: %w", tasks[i].ID, err)
+				}
+				results[i] = res
+			}
+			return nil
+		})
+	}
+	if err == nil {
+		return results, nil
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+		defer cancel()
+		if rerr := s.ReturnLeases(hctx, tasks); rerr != nil {
+			return nil, fmt.Errorf("release batch: %w (handing the leases back: %v)", err, rerr)
+		}
+		return nil, fmt.Errorf("release batch: stopped, leases handed back: %w", err)
+	}
+	return nil, fmt.Errorf("%w: %w", ErrBatchNotCommitted, err)
+}
+
+// oneClaim tells whether tasks share one lease token, as one claim's do.
+func oneClaim(tasks []ReleaseTask) bool {
+	for _, t := range tasks {
+		if t.LeaseToken != tasks[0].LeaseToken {
+			return false
+		}
+	}
+	return len(tasks) > 0
+}
+
+// releaseAll is a batch's fast path inside tx, for the tasks of one claim
+// (one lease token): one update fences them all and marks them DONE, each
+// task's resource is then applied in the given order (its own ledger
+// insert and conditional update), and the attempt rows are written
+// together. A task no longer this lease's is LEASE_LOST and left alone.
+// Any task's failure or panic returns errTryEach: tx must roll back.
+func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker string) (results []ReleaseResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, fmt.Errorf("%w: panic: %v", errTryEach, r)
+		}
+	}()
+	start := s.Now()
+	ids := make([]int64, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	var fenced []struct {
+		ID          int64
+		Trigger     Trigger `gorm:"column:trigger_type"`
+		RerunBy     string
+		RerunReason string
+	}
+	err = tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
+		last_error_class = '', lease_until = NULL WHERE id IN ? AND lease_token = ? AND status IN ('PENDING','RETRY')
+		RETURNING id, trigger_type, rerun_by, rerun_reason`,
+		start, start, ids, tasks[0].LeaseToken).Scan(&fenced).Error
+	if err != nil {
+		return nil, err
+	}
+	rows := make(map[int64]ReleaseTask, len(fenced))
+	for _, f := range fenced {
+		rows[f.ID] = ReleaseTask{Trigger: f.Trigger, RerunBy: f.RerunBy, RerunReason: f.RerunReason}
+	}
+	results = make([]ReleaseResult, len(tasks))
+	attempts := make([]TaskAttempt, 0, len(fenced))
+	for _, i := range order {
+		t := tasks[i]
+		row, ok := rows[t.ID]
+		if !ok {
+			results[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
+			continue
+		}
+		outcome := OutcomeDone
+		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: start}
+		err := s.apply(tx, t.ResourceType, op)
+		switch {
+		case errors.Is(err, errDuplicate):
+			outcome = OutcomeDuplicate
+		case err != nil:
+			return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+		}
+		if s.faults != nil {
+			if err := s.faults(FaultAfterLedger, &t); err != nil {
+				return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+			}
+		}
+		results[i] = ReleaseResult{Outcome: outcome}
+		attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+			Outcome: outcome, Note: row.rerunNote(), StartedAt: start})
+	}
+	finished := s.Now()
+	for i := range attempts {
+		attempts[i].FinishedAt = finished
+	}
+	for len(attempts) > 0 {
+		n := min(len(attempts), maxAttemptRows)
+		if err := insertAttempts(tx, attempts[:n]); err != nil {
+			return nil, err
+		}
+		attempts = attempts[n:]
+	}
+	return results, nil
+}
+
+// releaseSaved is one task of a batch: its try inside a savepoint, and a
+// failed or panicking try rolled back to the savepoint and recorded as a
+// failure in tx. An error is one of tx itself (a savepoint statement or
+// the failure's record failed): the batch cannot go on.
+func (s *Store) releaseSaved(tx *gorm.DB, t ReleaseTask, worker string) (ReleaseResult, error) {
+	start := s.Now()
+	if err := tx.Exec("SAVEPOINT release_try").Error; err != nil {
+		return ReleaseResult{}, err
+	}
+	outcome, cause := s.tryRecovered(tx, t, worker, start)
+	if cause == nil {
+		return ReleaseResult{Outcome: outcome}, tx.Exec("RELEASE SAVEPOINT release_try").Error
+	}
+	// ROLLBACK TO keeps the savepoint open; RELEASE then ends it, so the
+	// next task's savepoint does not nest inside this one.
+	if err := tx.Exec("ROLLBACK TO SAVEPOINT release_try").Error; err != nil {
+		return ReleaseResult{}, fmt.Errorf("roll back the try: %w (the try: %v)", err, cause)
+	}
+	if err := tx.Exec("RELEASE SAVEPOINT release_try").Error; err != nil {
+		return ReleaseResult{}, err
+	}
+	if errors.Is(cause, errLeaseLost) {
+		return ReleaseResult{Outcome: OutcomeLeaseLost}, nil
+	}
+	res, err := s.failIn(tx, t, worker, start, cause)
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("record failure: %w (the try: %v)", err, cause)
+	}
+	return res, nil
+}
+
+// tryRecovered is releaseIn with a panic turned into a CRASHED error, so
+// a task whose resource code panics fails alone instead of taking its
+// batch down.
+func (s *Store) tryRecovered(tx *gorm.DB, t ReleaseTask, worker string, start time.Time) (outcome string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outcome, err = "", &TransientError{Class: ClassCrashed, Err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	return s.releaseIn(tx, t, worker, start)
+}
+
 // RecordCrash records a try that panicked (recovered) as a CRASHED
 // failure, as recordFailure records any other: the release transaction has
 // rolled back, and the task retries on the usual schedule or goes MANUAL.
@@ -202,25 +455,35 @@ func (s *Store) RecordCrash(ctx context.Context, t ReleaseTask, worker string, s
 // recordFailure schedules a retry or sends the task to MANUAL, with an
 // attempt row, while the lease is still ours.
 func (s *Store) recordFailure(ctx context.Context, t ReleaseTask, worker string, start time.Time, cause error) (ReleaseResult, error) {
-	class, retryable := classOf(cause)
-	msg := clip(cause.Error(), maxErrorLen)
-	out := ReleaseResult{Outcome: OutcomeLeaseLost, Class: class, Err: msg}
+	var out ReleaseResult
 	// A cancelled or timed-out ctx must not stop the failure being recorded.
 	ctx = context.WithoutCancel(ctx)
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
-		// Count from the row, not from the claimed copy: a rerun may have
-		// reset the count since the claim.
-		var cur []ReleaseTask
-		err := tx.Raw("SELECT * FROM release_tasks WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')"+s.forUpdate(),
-			t.ID, t.LeaseToken).Scan(&cur).Error
-		if err != nil || len(cur) == 0 {
-			return err
-		}
-		out, err = s.fail(tx, cur[0], worker, class, retryable, msg, start, now, now)
+		var err error
+		out, err = s.failIn(tx, t, worker, start, cause)
 		return err
 	})
 	return out, err
+}
+
+// failIn records, inside tx, that a try of t failed with cause: a retry or
+// MANUAL, with an attempt row, while the lease is still ours.
+func (s *Store) failIn(tx *gorm.DB, t ReleaseTask, worker string, start time.Time, cause error) (ReleaseResult, error) {
+	class, retryable := classOf(cause)
+	msg := clip(cause.Error(), maxErrorLen)
+	now := s.Now()
+	// Count from the row, not from the claimed copy: a rerun may have
+	// reset the count since the claim.
+	var cur []ReleaseTask
+	err := tx.Raw("SELECT * FROM release_tasks WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')"+s.forUpdate(),
+		t.ID, t.LeaseToken).Scan(&cur).Error
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	if len(cur) == 0 {
+		return ReleaseResult{Outcome: OutcomeLeaseLost, Class: class, Err: msg}, nil
+	}
+	return s.fail(tx, cur[0], worker, class, retryable, msg, start, now, now)
 }
 
 // fail records one failed try of t, the task's row as read under lock in
@@ -249,8 +512,8 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 	if res.RowsAffected == 0 {
 		return ReleaseResult{Outcome: OutcomeLeaseLost, Class: class, Err: msg}, nil
 	}
-	err := tx.Create(&TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-		Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: retryFrom}).Error
+	err := insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+		Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: retryFrom})
 	return ReleaseResult{Outcome: outcome, Class: class, Err: msg}, err
 }
 
@@ -264,6 +527,27 @@ func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
 		updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, s.Now(), t.ID, t.LeaseToken).Error
 	if err != nil {
 		return fmt.Errorf("return lease of task %d: %w", t.ID, err)
+	}
+	return nil
+}
+
+// ReturnLeases hands back, in one transaction, the leases of claimed
+// tasks a stopping worker will not try; see ReturnLease. Unlike it, it
+// runs under ctx as given: a stopping caller passes one not cancelled.
+func (s *Store) ReturnLeases(ctx context.Context, tasks []ReleaseTask) error {
+	err := s.write(ctx, func(tx *gorm.DB) error {
+		now := s.Now()
+		for _, t := range tasks {
+			err := tx.Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
+				updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, now, t.ID, t.LeaseToken).Error
+			if err != nil {
+				return fmt.Errorf("task %d: %w", t.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("return leases: %w", err)
 	}
 	return nil
 }
