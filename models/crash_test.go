@@ -385,3 +385,38 @@ func TestRerunDuringWorkerTransaction(t *testing.T) {
 		})
 	}
 }
+
+// A process killed holding more leases than one transaction counts leaves
+// them to be counted in bounded steps: a claim counts maxLostPerTx and
+// still claims, the rescue counts the rest, each exactly once.
+func TestLostTriesCountedInBoundedSteps(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		n := models.MaxLostPerTx + 5
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", int64(n), 0, "test"); return err })
+		for i := range n {
+			b.closedOrder(t, fmt.Sprintf("o-%d", i), 1)
+		}
+		if got, err := b.s.ClaimTasks(b.ctx, "w-dead", n, testLease); err != nil || len(got) != n {
+			t.Fatalf("claimed %d, %v; want %d", len(got), err, n)
+		}
+		b.clock.Advance(2 * testLease)
+		crashed := func() (c int64) {
+			must(t, func() error {
+				return b.s.R.Raw("SELECT COUNT(*) FROM task_attempts WHERE error_class = 'CRASHED'").Scan(&c).Error
+			})
+			return c
+		}
+		if got, err := b.s.ClaimTasks(b.ctx, "w2", 1, testLease); err != nil || len(got) != 1 {
+			t.Fatalf("claim after the kill = %d, %v; want 1", len(got), err)
+		}
+		if c := crashed(); c != int64(models.MaxLostPerTx) {
+			t.Fatalf("one claim counted %d lost tries, want %d", c, models.MaxLostPerTx)
+		}
+		if got, err := b.s.RescueLeases(b.ctx); err != nil || got != 5 {
+			t.Fatalf("rescue = %d, %v; want the 5 left", got, err)
+		}
+		if c := crashed(); c != int64(n) {
+			t.Fatalf("%d lost tries counted in all, want %d", c, n)
+		}
+	})
+}

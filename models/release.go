@@ -27,7 +27,7 @@ func (s *Store) ClaimTasks(ctx context.Context, owner string, n int, lease time.
 	var tasks []ReleaseTask
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if _, err := s.recordLostTries(tx, now); err != nil {
+		if _, err := s.recordLostTries(tx, now, maxLostPerTx); err != nil {
 			return err
 		}
 		// Only a task without a lease is claimed: one whose expired lease
@@ -53,18 +53,24 @@ func (s *Store) skipLocked() string {
 	return ""
 }
 
-// recordLostTries counts every try whose lease expired without an outcome
-// as a CRASHED failure of its worker, with an attempt row. Every outcome
+// maxLostPerTx bounds the lost tries one claim or rescue transaction
+// counts: a killed process may leave pools × batch expired leases, and a
+// claim that counted them all could outlast its own timeout and count
+// none. The rest are counted by the next claims.
+const maxLostPerTx = 200
+
+// recordLostTries counts up to limit tries whose lease expired without an
+// outcome as CRASHED failures of their worker, with an attempt row. Every outcome
 // clears lease_until (DONE, a recorded failure, ReturnLease handing an
 // untried task back), so a waiting task whose lease is set and past was
 // claimed by a worker that never came back. The retry wait counts from the
 // lease's end; the token is cleared, so a worker that was only slow can no
 // longer finish the try it lost.
-func (s *Store) recordLostTries(tx *gorm.DB, now time.Time) (int64, error) {
+func (s *Store) recordLostTries(tx *gorm.DB, now time.Time, limit int) (int64, error) {
 	var lost []ReleaseTask
 	err := tx.Raw(`SELECT * FROM release_tasks
 		WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ?
-		ORDER BY id`+s.skipLocked(), now).Scan(&lost).Error
+		ORDER BY id LIMIT ?`+s.skipLocked(), now, limit).Scan(&lost).Error
 	if err != nil {
 		return 0, fmt.Errorf("read expired leases: %w", err)
 	}
@@ -555,18 +561,25 @@ func (s *Store) ReturnLeases(ctx context.Context, tasks []ReleaseTask) error {
 // RescueLeases counts the tries whose lease expired without an outcome as
 // CRASHED failures (see recordLostTries), so the dashboard neither shows
 // them as owned nor waits for the next claim to learn of the crash. It
-// returns how many it counted.
+// counts maxLostPerTx per transaction until fewer are left, and returns
+// how many it counted.
 func (s *Store) RescueLeases(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		var err error
-		n, err = s.recordLostTries(tx, s.Now())
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("rescue leases: %w", err)
+	var total int64
+	for {
+		var n int64
+		err := s.write(ctx, func(tx *gorm.DB) error {
+			var err error
+			n, err = s.recordLostTries(tx, s.Now(), maxLostPerTx)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("rescue leases: %w", err)
+		}
+		total += n
+		if n < maxLostPerTx {
+			return total, nil
+		}
 	}
-	return n, nil
 }
 
 // RerunCandidate is one task a rerun would make due, as its preview shows
