@@ -246,23 +246,41 @@ const handBackTimeout = 10 * time.Second
 // task is still leased to its worker, which tries each alone.
 var ErrBatchNotCommitted = errors.New("release batch not committed")
 
-// errTryEach sends a batch from the fast path to the savepoint path.
-var errTryEach = errors.New("a task of the batch failed")
+// errTryEach sends a batch straight to the savepoint path.
+var errTryEach = errors.New("release each task in a savepoint")
+
+// taskFailed is a fast-path failure pinned on one task (tasks[i]): the
+// batch runs again with savepoints, and that task's failure is recorded
+// from cause without trying it a second time, so a try that fails is
+// counted once, as it would be alone.
+type taskFailed struct {
+	i     int
+	start time.Time
+	cause error
+}
+
+func (e *taskFailed) Error() string {
+	return fmt.Sprintf("task %d of the batch failed: %v", e.i, e.cause)
+}
+func (e *taskFailed) Unwrap() error { return e.cause }
 
 // maxAttemptRows bounds the rows of one attempts insert (10 values each).
 const maxAttemptRows = 100
 
 // ReleaseBatch releases claimed tasks in one transaction and returns one
-// result per task, in order, all committed together. Tasks are applied in
-// resource-and-key order, the order placement locks in, so two batches on
-// PostgreSQL never wait on each other's rows in a cycle.
+// result per task, in order, all committed together. On PostgreSQL the
+// task rows are locked first, in id order, as every other transaction
+// that locks several tasks does (a rerun, a late payment); resources are
+// then applied in resource-and-key order, the order placement locks in: so
+// a batch never waits on another transaction's rows in a cycle.
 //
 // The fast path (releaseAll) fences the whole claim with one update and
-// writes the attempt rows together; when any task of it fails or panics,
-// the transaction rolls back and the batch runs again with each task's try
-// inside its own savepoint (releaseSaved), so a failing task rolls back
-// alone and its failure is recorded in the same transaction (a retry, or
-// MANUAL, as ReleaseTask records it), while its neighbours' releases stand.
+// writes the attempt rows together. When a task of it fails or panics, the
+// transaction rolls back and the batch runs again: that task's failure is
+// recorded (a retry, or MANUAL, as ReleaseTask records it) without a
+// second try, and every other task's try runs inside its own savepoint
+// (releaseSaved), so a task failing now rolls back alone and is recorded
+// in the same transaction, while its neighbours' releases stand.
 //
 // An error means nothing of the batch was recorded: ErrBatchNotCommitted
 // when the transaction failed (the caller retries each task alone, where
@@ -292,11 +310,21 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 			return err
 		})
 	}
-	if errors.Is(err, errTryEach) {
+	var failed *taskFailed
+	if errors.As(err, &failed) || errors.Is(err, errTryEach) {
 		err = s.write(ctx, func(tx *gorm.DB) error {
+			if err := s.lockTasks(tx, tasks); err != nil {
+				return err
+			}
 			results = make([]ReleaseResult, len(tasks))
 			for _, i := range order {
-				res, err := s.releaseSaved(tx, tasks[i], worker)
+				var res ReleaseResult
+				var err error
+				if failed != nil && failed.i == i {
+					res, err = s.failIn(tx, tasks[i], worker, failed.start, failed.cause)
+				} else {
+					res, err = s.releaseSaved(tx, tasks[i], worker)
+				}
 				if err != nil {
 					return fmt.Errorf("task %d: %w", tasks[i].ID, err)
 				}
@@ -319,6 +347,21 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 	return nil, fmt.Errorf("%w: %w", ErrBatchNotCommitted, err)
 }
 
+// lockTasks locks the rows of tasks in id order on PostgreSQL, before a
+// transaction touches any of them; on SQLite the write transaction
+// already excludes every other writer.
+func (s *Store) lockTasks(tx *gorm.DB, tasks []ReleaseTask) error {
+	if s.Dialect != Postgres || len(tasks) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	var locked []int64
+	return tx.Raw("SELECT id FROM release_tasks WHERE id IN ? ORDER BY id FOR UPDATE", ids).Scan(&locked).Error
+}
+
 // oneClaim tells whether tasks share one lease token, as one claim's do.
 func oneClaim(tasks []ReleaseTask) bool {
 	for _, t := range tasks {
@@ -334,14 +377,22 @@ func oneClaim(tasks []ReleaseTask) bool {
 // task's resource is then applied in the given order (its own ledger
 // insert and conditional update), and the attempt rows are written
 // together. A task no longer this lease's is LEASE_LOST and left alone.
-// Any task's failure or panic returns errTryEach: tx must roll back.
+// A task's failure or panic returns a *taskFailed: tx must roll back.
 func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker string) (results []ReleaseResult, err error) {
+	start := s.Now()
+	cur := -1 // the task being applied
 	defer func() {
 		if r := recover(); r != nil {
-			results, err = nil, fmt.Errorf("%w: panic: %v", errTryEach, r)
+			panicked := &TransientError{Class: ClassCrashed, Err: fmt.Errorf("panic: %v", r)}
+			results, err = nil, panicked
+			if cur >= 0 {
+				err = &taskFailed{i: cur, start: start, cause: panicked}
+			}
 		}
 	}()
-	start := s.Now()
+	if err := s.lockTasks(tx, tasks); err != nil {
+		return nil, err
+	}
 	ids := make([]int64, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
@@ -372,6 +423,7 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 			results[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
 			continue
 		}
+		cur = i
 		outcome := OutcomeDone
 		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: start}
 		err := s.apply(tx, t.ResourceType, op)
@@ -379,13 +431,14 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		case errors.Is(err, errDuplicate):
 			outcome = OutcomeDuplicate
 		case err != nil:
-			return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+			return nil, &taskFailed{i: i, start: start, cause: err}
 		}
 		if s.faults != nil {
 			if err := s.faults(FaultAfterLedger, &t); err != nil {
-				return nil, fmt.Errorf("%w: task %d: %w", errTryEach, t.ID, err)
+				return nil, &taskFailed{i: i, start: start, cause: err}
 			}
 		}
+		cur = -1
 		results[i] = ReleaseResult{Outcome: outcome}
 		attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
 			Outcome: outcome, Note: row.rerunNote(), StartedAt: start})
@@ -542,6 +595,9 @@ func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
 // runs under ctx as given: a stopping caller passes one not cancelled.
 func (s *Store) ReturnLeases(ctx context.Context, tasks []ReleaseTask) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.lockTasks(tx, tasks); err != nil {
+			return err
+		}
 		now := s.Now()
 		for _, t := range tasks {
 			err := tx.Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
