@@ -24,8 +24,7 @@ const LatencySettle = 2 * time.Minute
 // (the last LatencyWindow to the microsecond), so are the figures. It is
 // safe for concurrent use; each server holds one.
 type LatencyCache struct {
-	s      *Store
-	settle time.Duration
+	s *Store
 	// lock guards minutes. A channel, so a request waiting behind a
 	// long fill (the first one, or after a quiet hour) can give up with
 	// its ctx.
@@ -35,7 +34,7 @@ type LatencyCache struct {
 
 // NewLatencyCache makes an empty cache over s.
 func NewLatencyCache(s *Store) *LatencyCache {
-	return &LatencyCache{s: s, settle: LatencySettle, lock: make(chan struct{}, 1), minutes: map[int64][]LatencyBucket{}}
+	return &LatencyCache{s: s, lock: make(chan struct{}, 1), minutes: map[int64][]LatencyBucket{}}
 }
 
 // ReleaseLatency is Store.ReleaseLatency, from the kept minutes and two
@@ -48,7 +47,7 @@ func (c *LatencyCache) ReleaseLatency(ctx context.Context) (LatencyStats, error)
 	if first.Before(since) {
 		first = first.Add(time.Minute)
 	}
-	settled := now.Add(-c.settle).Truncate(time.Minute)
+	settled := now.Add(-LatencySettle).Truncate(time.Minute)
 	if settled.Before(first) {
 		settled = first
 	}
