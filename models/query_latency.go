@@ -120,14 +120,29 @@ var latencyBucketSQL = func() string {
 // same and a restart loses nothing: one range scan of the covering index
 // release_tasks_done, at most one row per bucket back. Latencies are whole
 // milliseconds (SQLite's date functions keep no more); one below zero (the
-// clocks of two instances apart) counts as zero.
+// clocks of two instances apart) counts as zero. LatencyCache reads the
+// same figures for less.
 func (s *Store) ReleaseLatency(ctx context.Context) (LatencyStats, error) {
-	l := LatencyStats{Since: s.Now().Add(-LatencyWindow), Buckets: make([]LatencyBucket, len(LatencyBuckets)+1)}
+	since := s.Now().Add(-LatencyWindow)
+	b, err := s.scanLatency(ctx, since, time.Time{})
+	if err != nil {
+		return LatencyStats{Since: since}, fmt.Errorf("release latency: %w", err)
+	}
+	return latencyStats(since, b), nil
+}
+
+// scanLatency buckets the latencies of the counted tasks released in
+// [from, to), or from on when to is zero; empty buckets are zero.
+func (s *Store) scanLatency(ctx context.Context, from, to time.Time) ([]LatencyBucket, error) {
 	// An OFFSET keeps the inner query from being merged into the outer one,
 	// which would compute ms once per CASE branch instead of once per row.
 	ms, fence := `CAST(round((julianday(done_at) - julianday(`+latencyStartSQL+`)) * 86400000) AS INTEGER)`, `LIMIT -1 OFFSET 0`
 	if s.Dialect == Postgres {
 		ms, fence = `CAST(round(EXTRACT(EPOCH FROM done_at - `+latencyStartSQL+`) * 1000) AS BIGINT)`, `OFFSET 0`
+	}
+	where, args := `done_at >= ?`, []any{from}
+	if !to.IsZero() {
+		where, args = where+` AND done_at < ?`, append(args, to)
 	}
 	type row struct {
 		B      int
@@ -136,24 +151,46 @@ func (s *Store) ReleaseLatency(ctx context.Context) (LatencyStats, error) {
 	}
 	var rows []row
 	err := s.R.WithContext(ctx).Raw(`SELECT `+latencyBucketSQL+` AS b, COUNT(*) AS n, MIN(ms) AS lo, MAX(ms) AS hi
-		FROM (SELECT `+ms+` AS ms FROM release_tasks WHERE done_at >= ? AND `+latencyCounts+` `+fence+`) l
-		GROUP BY b`, l.Since).Scan(&rows).Error
+		FROM (SELECT `+ms+` AS ms FROM release_tasks WHERE `+where+` AND `+latencyCounts+` `+fence+`) l
+		GROUP BY b`, args...).Scan(&rows).Error
 	if err != nil {
-		return l, fmt.Errorf("release latency: %w", err)
+		return nil, err
 	}
+	buckets := make([]LatencyBucket, len(LatencyBuckets)+1)
 	for _, r := range rows {
-		if r.B < 0 || r.B >= len(l.Buckets) {
-			return l, fmt.Errorf("release latency: bucket %d out of range", r.B)
+		if r.B < 0 || r.B >= len(buckets) {
+			return nil, fmt.Errorf("bucket %d out of range", r.B)
 		}
-		b := LatencyBucket{Count: r.N, Min: time.Duration(max(r.Lo, 0)) * time.Millisecond, Max: time.Duration(max(r.Hi, 0)) * time.Millisecond}
-		l.Buckets[r.B] = b
+		buckets[r.B] = LatencyBucket{Count: r.N, Min: time.Duration(max(r.Lo, 0)) * time.Millisecond, Max: time.Duration(max(r.Hi, 0)) * time.Millisecond}
+	}
+	return buckets, nil
+}
+
+// mergeLatency adds the buckets of from into into, bucket by bucket: the
+// counts add up, and the least and greatest are those of both.
+func mergeLatency(into, from []LatencyBucket) {
+	for i, b := range from {
+		switch {
+		case b.Count == 0:
+		case into[i].Count == 0:
+			into[i] = b
+		default:
+			into[i] = LatencyBucket{Count: into[i].Count + b.Count, Min: min(into[i].Min, b.Min), Max: max(into[i].Max, b.Max)}
+		}
+	}
+}
+
+// latencyStats sums buckets up.
+func latencyStats(since time.Time, buckets []LatencyBucket) LatencyStats {
+	l := LatencyStats{Since: since, Buckets: buckets}
+	for _, b := range buckets {
 		l.Count += b.Count
 		l.Max = max(l.Max, b.Max)
 		// Exact, since the target is a bucket bound: a bucket is all past
 		// it or all within.
-		if b.Min > LatencyTarget {
+		if b.Count > 0 && b.Min > LatencyTarget {
 			l.OverTarget += b.Count
 		}
 	}
-	return l, nil
+	return l
 }
