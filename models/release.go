@@ -423,6 +423,9 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 			results[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
 			continue
 		}
+		// The fence is spent: a second copy of the task in tasks is no
+		// longer this lease's, as a second ReleaseTask would find.
+		delete(rows, t.ID)
 		cur = i
 		outcome := OutcomeDone
 		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: start}
