@@ -23,11 +23,21 @@ type Worker struct {
 	wake    chan struct{}
 	metrics *Metrics
 	next    *Worker
+	gap     time.Duration
 }
+
+// drainGap is how long a worker rests between two drains started by
+// wake-ups. While closes pour in, every close wakes the worker; resting
+// 10 ms lets the closes of those 10 ms go out in one claim and one batch
+// instead of a claim and a batch each, which on SQLite would take two of
+// every few turns of the one write connection from the closes. A drain
+// that claims full batches does not rest: a backlog drains at full speed.
+const drainGap = 10 * time.Millisecond
 
 // NewWorker makes a worker that leases batch tasks at a time for lease.
 func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *slog.Logger) *Worker {
-	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 4, log: log, wake: make(chan struct{}, 1)}
+	return &Worker{s: s, id: id, batch: batch, lease: lease, timeout: lease / 4, log: log, wake: make(chan struct{}, 1),
+		gap: drainGap}
 }
 
 // WithMetrics makes the worker record every release in m (nil: none). Call
@@ -56,8 +66,9 @@ func (w *Worker) Wake() {
 	}
 }
 
-// Run drains whenever woken, until ctx ends. The end of ctx stops claiming
-// (see Drain), so Run returns with no task of its own left leased.
+// Run drains whenever woken, resting drainGap between drains, until ctx
+// ends. The end of ctx stops claiming (see Drain), so Run returns with no
+// task of its own left leased.
 func (w *Worker) Run(ctx context.Context) {
 	for {
 		select {
@@ -65,6 +76,11 @@ func (w *Worker) Run(ctx context.Context) {
 			return
 		case <-w.wake:
 			w.Drain(ctx)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(w.gap):
 		}
 	}
 }
@@ -76,7 +92,8 @@ type Stats map[string]int
 // batch.
 const handBackTimeout = 10 * time.Second
 
-// Drain claims and releases due tasks until none are due or ctx ends. Each
+// Drain claims and releases due tasks until a claim finds fewer than a
+// batch (it took every task due) or ctx ends. Each
 // claimed batch is released in one transaction (Store.ReleaseBatch); a
 // batch that does not commit as a whole is tried again task by task, so a
 // fault is pinned on its own task. The end of ctx (the process stopping)
@@ -86,6 +103,9 @@ const handBackTimeout = 10 * time.Second
 // waits out its lease to be counted as a crash.
 func (w *Worker) Drain(ctx context.Context) Stats {
 	st := Stats{}
+	// On SQLite the worker's writes wait in the write connection's
+	// priority line, served every other turn.
+	ctx = models.ReleasePriority(ctx)
 	// A claim outlives ctx: one cancelled while it commits would leave
 	// leases behind that no one knows of to hand back.
 	wctx := context.WithoutCancel(ctx)
@@ -100,7 +120,8 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		if len(tasks) == 0 {
 			return st
 		}
-		if len(tasks) == w.batch && w.next != nil {
+		full := len(tasks) == w.batch
+		if full && w.next != nil {
 			w.next.Wake()
 		}
 		if w.leaseShort(tasks[0]) {
@@ -109,8 +130,16 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 			}
 			continue
 		}
+		short := st[OutcomeLeaseShort]
 		if !w.releaseBatch(ctx, tasks, st) {
 			w.releaseEach(ctx, wctx, tasks, st)
+		}
+		// A claim short of a batch took every task due: those that become
+		// due later wake the worker, or the sweep finds them. Claiming
+		// again now would cost a write for nothing, unless some were
+		// handed back untried and are due again at once.
+		if !full && st[OutcomeLeaseShort] == short {
+			return st
 		}
 	}
 	return st

@@ -67,9 +67,9 @@ type Options struct {
 const DefaultBusyTimeout = 10 * time.Second
 
 // Store is the domain's handle on the database. On SQLite, writes go through
-// one connection (W), taken in turn by arrival (writeGate), and reads
-// through a small pool (R), so readers never wait behind the writer; on
-// PostgreSQL both are one pool.
+// one connection (W), taken in turn (writeGate: by arrival, the worker every
+// other turn), and reads through a small pool (R), so readers never wait
+// behind the writer; on PostgreSQL both are one pool.
 type Store struct {
 	W, R      *gorm.DB
 	Dialect   Dialect
@@ -301,39 +301,95 @@ var errWriteQueueTimeout = errors.New("waited too long for the write connection"
 // writeGate is the SQLite write pool as gorm sees it: it hands the one write
 // connection to its users in arrival order. database/sql gives a freed
 // connection to a random waiter, so under a burst of API writes the worker,
-// one waiter among many, could wait many turns in a row; here each waits at
-// most one turn per writer queued before it. Blocked senders on a channel
-// are queued first in, first out, and one that gives up (its ctx ends, or
-// the busy timeout passes) leaves the queue.
+// one waiter among many, could wait many turns in a row; here each waits its
+// turn in line. The release worker's transactions (ctx marked by
+// ReleasePriority) wait in a line of their own that is served at least every
+// other turn: with 64 requests queued, a worker behind all of them would get
+// one turn in 65 and fall behind the closes; this way it gets half the turns
+// while it has work, and each of its batches takes every task due. A waiter
+// that gives up (its ctx ends, or the busy timeout passes) leaves its line.
 type writeGate struct {
 	db   *sql.DB
-	turn chan struct{} // one slot: who has sent into it holds the turn
 	wait time.Duration
+
+	mu       sync.Mutex
+	busy     bool            // a writer holds the turn
+	lastPrio bool            // the turn last went to the priority line
+	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
 }
 
 func newWriteGate(db *sql.DB, wait time.Duration) *writeGate {
-	return &writeGate{db: db, turn: make(chan struct{}, 1), wait: wait}
+	return &writeGate{db: db, wait: wait}
+}
+
+type releasePriorityKey struct{}
+
+// ReleasePriority marks ctx as the release worker's: its write transactions
+// on SQLite wait in the priority line (see writeGate).
+func ReleasePriority(ctx context.Context) context.Context {
+	return context.WithValue(ctx, releasePriorityKey{}, true)
 }
 
 func (g *writeGate) enter(ctx context.Context) error {
-	select {
-	case g.turn <- struct{}{}:
-		return nil
-	default:
+	prio := ctx.Value(releasePriorityKey{}) != nil
+	line := 0
+	if prio {
+		line = 1
 	}
+	g.mu.Lock()
+	if !g.busy {
+		g.busy, g.lastPrio = true, prio
+		g.mu.Unlock()
+		return nil
+	}
+	turn := make(chan error, 1)
+	g.lines[line] = append(g.lines[line], turn)
+	g.mu.Unlock()
 	t := time.NewTimer(g.wait)
 	defer t.Stop()
+	var gaveUp error
 	select {
-	case g.turn <- struct{}{}:
+	case <-turn:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		gaveUp = ctx.Err()
 	case <-t.C:
-		return errWriteQueueTimeout
+		gaveUp = errWriteQueueTimeout
 	}
+	g.mu.Lock()
+	for i, w := range g.lines[line] {
+		if w == turn {
+			g.lines[line] = append(g.lines[line][:i], g.lines[line][i+1:]...)
+			g.mu.Unlock()
+			return gaveUp
+		}
+	}
+	g.mu.Unlock()
+	// The turn came as it gave up: pass it on.
+	<-turn
+	g.leave()
+	return gaveUp
 }
 
-func (g *writeGate) leave() { <-g.turn }
+// leave hands the turn to the next writer: the priority line's first
+// unless the last turn was already the priority line's and a request
+// waits, else the request line's first.
+func (g *writeGate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	line := 0
+	switch {
+	case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
+		line = 1
+	case len(g.lines[0]) == 0:
+		g.busy = false
+		return
+	}
+	next := g.lines[line][0]
+	g.lines[line] = g.lines[line][1:]
+	g.lastPrio = line == 1
+	next <- nil
+}
 
 // GetDBConn is how gorm's DB() finds the pool (to close it, to migrate).
 func (g *writeGate) GetDBConn() (*sql.DB, error) { return g.db, nil }

@@ -106,3 +106,69 @@ func TestSQLiteWriteWaitEnds(t *testing.T) {
 		t.Fatalf("write after the turn was given back: %v", err)
 	}
 }
+
+// The release worker's writes (ReleasePriority) wait in a line of their own
+// served at least every other turn: behind 8 hammering requests it waits
+// about one turn, not eight; and hammering worker writes still leave every
+// other turn to a request.
+func TestSQLiteWorkerLineServedEveryOtherTurn(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		hammer, measured func(context.Context) context.Context
+		wantAtMost       int64
+	}{
+		{"worker behind requests", plainCtx, models.ReleasePriority, 2},
+		{"request behind workers", models.ReleasePriority, plainCtx, 2},
+		{"request behind requests", plainCtx, plainCtx, 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := modelstest.Open(t, models.SQLite, models.Options{})
+			const hammers = 8
+			var turns atomic.Int64
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			hctx := tc.hammer(context.Background())
+			for range hammers {
+				wg.Go(func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						err := s.W.WithContext(hctx).Transaction(func(tx *gorm.DB) error {
+							turns.Add(1)
+							time.Sleep(3 * time.Millisecond)
+							return tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ''`).Error
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			var worst int64
+			mctx := tc.measured(context.Background())
+			for range 30 {
+				before := turns.Load()
+				err := s.W.WithContext(mctx).Transaction(func(tx *gorm.DB) error {
+					worst = max(worst, turns.Load()-before)
+					return tx.Exec(`UPDATE orders SET version = version + 1 WHERE order_no = ''`).Error
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			close(stop)
+			wg.Wait()
+			if worst > tc.wantAtMost {
+				t.Errorf("waited %d turns of %d hammering writers; want at most %d", worst, hammers, tc.wantAtMost)
+			}
+		})
+	}
+}
+
+func plainCtx(ctx context.Context) context.Context { return ctx }
