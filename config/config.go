@@ -103,7 +103,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	db := text("db", "UNHOLD_DB", "unhold.db", "SQLite file path or postgres:// URL")
 	addr := text("addr", "UNHOLD_ADDR", "127.0.0.1:8080", "HTTP listen address")
 	workerID := text("worker-id", "UNHOLD_WORKER_ID", defaultWorkerID(), "worker name used as lease owner")
-	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "50", "tasks claimed per worker round, 1 to 1000")
+	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
 	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")

@@ -23,7 +23,7 @@ func defaults(t *testing.T) Config {
 		DB:                "unhold.db",
 		Addr:              "127.0.0.1:8080",
 		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
-		WorkerBatch:       50,
+		WorkerBatch:       200,
 		Pools:             1,
 		LeaseDuration:     30 * time.Second,
 		SweepEvery:        2 * time.Second,

@@ -164,19 +164,10 @@ func (w *Worker) handBackShort(ctx context.Context, t models.ReleaseTask, st Sta
 // outcome. It returns false when the batch did not commit and the tasks
 // are still this worker's to try one by one; a stopping worker's batch is
 // handed back whole.
-func (w *Worker) releaseBatch(ctx context.Context, tasks []models.ReleaseTask, st Stats) (ok bool) {
-	defer func() {
-		// A panic outside any one task's try (they are recovered one by
-		// one) leaves the transaction rolled back: try each alone.
-		if r := recover(); r != nil {
-			w.log.Error("release batch crashed; releasing its tasks one by one", slog.String("worker", w.id),
-				slog.Int("tasks", len(tasks)), slog.Any("panic", fmt.Sprint(r)))
-			ok = false
-		}
-	}()
+func (w *Worker) releaseBatch(ctx context.Context, tasks []models.ReleaseTask, st Stats) bool {
 	bctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
-	results, err := w.s.ReleaseBatch(bctx, tasks, w.id)
+	results, err := w.releaseRecovered(bctx, tasks)
 	switch {
 	case err == nil:
 		now := w.s.Now()
@@ -184,7 +175,7 @@ func (w *Worker) releaseBatch(ctx context.Context, tasks []models.ReleaseTask, s
 			st[w.observe(tasks[i], res, now)]++
 		}
 		return true
-	case errors.Is(err, models.ErrBatchNotCommitted):
+	case errors.Is(err, models.ErrBatchNotCommitted), errors.Is(err, errBatchPanicked):
 		w.log.Warn("release batch not committed; releasing its tasks one by one", slog.String("worker", w.id),
 			slog.Int("tasks", len(tasks)), slog.Any("err", err))
 		return false
@@ -196,6 +187,22 @@ func (w *Worker) releaseBatch(ctx context.Context, tasks []models.ReleaseTask, s
 		st[OutcomeHandedBack] += len(tasks)
 		return true
 	}
+}
+
+// errBatchPanicked is a panic out of ReleaseBatch outside any one task's
+// try (those are recovered one by one): its transaction rolled back.
+var errBatchPanicked = errors.New("release batch panicked")
+
+// releaseRecovered is ReleaseBatch with a panic turned into
+// errBatchPanicked; only the call is covered, so a panic while the
+// committed outcomes are reported is not taken for a batch to try again.
+func (w *Worker) releaseRecovered(ctx context.Context, tasks []models.ReleaseTask) (results []models.ReleaseResult, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, fmt.Errorf("%w: %v", errBatchPanicked, r)
+		}
+	}()
+	return w.s.ReleaseBatch(ctx, tasks, w.id)
 }
 
 // observe logs one committed outcome of a batch, records it in the

@@ -92,7 +92,7 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "steady: how long closes arrive")
 	fs.StringVar(&mix, "mix", "inventory", "resource types each order holds, comma-separated: "+resourceList())
 	fs.IntVar(&o.pools, "pools", 1, "worker pools (-pools of the serving worker)")
-	fs.IntVar(&o.batch, "batch", 50, "tasks a worker claims at a time (-worker-batch)")
+	fs.IntVar(&o.batch, "batch", 200, "tasks a worker claims at a time (-worker-batch)")
 	fs.IntVar(&o.clients, "clients", 8, "concurrent API clients placing and closing")
 	fs.BoolVar(&o.json, "json", false, "print only the JSON line")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also time the bare release transaction on the same database, 1 and 100 per commit")
