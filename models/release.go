@@ -175,27 +175,54 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 // lease's, or the release's error.
 func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.Time) (string, error) {
 	now := s.Now()
-	// Trigger and rerun note come from the row this update fences, not
-	// from the claimed copy: a rerun may have committed since the claim.
-	var done []struct {
-		Trigger     Trigger `gorm:"column:trigger_type"`
-		RerunBy     string
-		RerunReason string
-	}
-	err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
-		last_error_class = '', lease_until = NULL WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')
-		RETURNING trigger_type, rerun_by, rerun_reason`,
-		now, now, t.ID, t.LeaseToken).Scan(&done).Error
+	done, err := fenceDone(tx, []int64{t.ID}, t.LeaseToken, now)
 	if err != nil {
 		return "", err
 	}
 	if len(done) == 0 {
 		return "", errLeaseLost
 	}
-	row := ReleaseTask{Trigger: done[0].Trigger, RerunBy: done[0].RerunBy, RerunReason: done[0].RerunReason}
+	row := done[t.ID]
+	outcome, err := s.applyRelease(tx, t, row.Trigger, worker, now)
+	if err != nil {
+		return "", err
+	}
+	err = insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+		Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()})
+	return outcome, err
+}
+
+// fenceDone marks DONE the tasks of ids still leased with token and returns
+// them by id, with the trigger and rerun note of each row as it was fenced,
+// not of the claimed copy: a rerun may have committed since the claim.
+func fenceDone(tx *gorm.DB, ids []int64, token string, now time.Time) (map[int64]ReleaseTask, error) {
+	var fenced []struct {
+		ID          int64
+		Trigger     Trigger `gorm:"column:trigger_type"`
+		RerunBy     string
+		RerunReason string
+	}
+	err := tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
+		last_error_class = '', lease_until = NULL WHERE id IN ? AND lease_token = ? AND status IN ('PENDING','RETRY')
+		RETURNING id, trigger_type, rerun_by, rerun_reason`,
+		now, now, ids, token).Scan(&fenced).Error
+	if err != nil {
+		return nil, err
+	}
+	rows := make(map[int64]ReleaseTask, len(fenced))
+	for _, f := range fenced {
+		rows[f.ID] = ReleaseTask{ID: f.ID, Trigger: f.Trigger, RerunBy: f.RerunBy, RerunReason: f.RerunReason}
+	}
+	return rows, nil
+}
+
+// applyRelease gives back what fenced task t holds (its ledger insert and
+// guarded update) and returns DONE, or DUPLICATE when the ledger already
+// has the release; the FaultAfterLedger point follows.
+func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker string, now time.Time) (string, error) {
 	outcome := OutcomeDone
-	op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: now}
-	err = s.apply(tx, t.ResourceType, op)
+	op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now}
+	err := s.apply(tx, t.ResourceType, op)
 	switch {
 	case errors.Is(err, errDuplicate):
 		outcome = OutcomeDuplicate
@@ -207,9 +234,7 @@ func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.
 			return "", err
 		}
 	}
-	err = insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-		Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()})
-	return outcome, err
+	return outcome, nil
 }
 
 // insertAttempt writes one attempt row; see insertAttempts.
@@ -354,12 +379,16 @@ func (s *Store) lockTasks(tx *gorm.DB, tasks []ReleaseTask) error {
 	if s.Dialect != Postgres || len(tasks) == 0 {
 		return nil
 	}
+	var locked []int64
+	return tx.Raw("SELECT id FROM release_tasks WHERE id IN ? ORDER BY id FOR UPDATE", taskIDs(tasks)).Scan(&locked).Error
+}
+
+func taskIDs(tasks []ReleaseTask) []int64 {
 	ids := make([]int64, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
 	}
-	var locked []int64
-	return tx.Raw("SELECT id FROM release_tasks WHERE id IN ? ORDER BY id FOR UPDATE", ids).Scan(&locked).Error
+	return ids
 }
 
 // oneClaim tells whether tasks share one lease token, as one claim's do.
@@ -393,29 +422,12 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 	if err := s.lockTasks(tx, tasks); err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(tasks))
-	for i, t := range tasks {
-		ids[i] = t.ID
-	}
-	var fenced []struct {
-		ID          int64
-		Trigger     Trigger `gorm:"column:trigger_type"`
-		RerunBy     string
-		RerunReason string
-	}
-	err = tx.Raw(`UPDATE release_tasks SET status = 'DONE', done_at = ?, updated_at = ?, last_error = '', error_class = '',
-		last_error_class = '', lease_until = NULL WHERE id IN ? AND lease_token = ? AND status IN ('PENDING','RETRY')
-		RETURNING id, trigger_type, rerun_by, rerun_reason`,
-		start, start, ids, tasks[0].LeaseToken).Scan(&fenced).Error
+	rows, err := fenceDone(tx, taskIDs(tasks), tasks[0].LeaseToken, start)
 	if err != nil {
 		return nil, err
 	}
-	rows := make(map[int64]ReleaseTask, len(fenced))
-	for _, f := range fenced {
-		rows[f.ID] = ReleaseTask{Trigger: f.Trigger, RerunBy: f.RerunBy, RerunReason: f.RerunReason}
-	}
 	results = make([]ReleaseResult, len(tasks))
-	attempts := make([]TaskAttempt, 0, len(fenced))
+	attempts := make([]TaskAttempt, 0, len(rows))
 	for _, i := range order {
 		t := tasks[i]
 		row, ok := rows[t.ID]
@@ -427,19 +439,9 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		// longer this lease's, as a second ReleaseTask would find.
 		delete(rows, t.ID)
 		cur = i
-		outcome := OutcomeDone
-		op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: row.Trigger, Actor: "worker:" + worker, Now: start}
-		err := s.apply(tx, t.ResourceType, op)
-		switch {
-		case errors.Is(err, errDuplicate):
-			outcome = OutcomeDuplicate
-		case err != nil:
+		outcome, err := s.applyRelease(tx, t, row.Trigger, worker, start)
+		if err != nil {
 			return nil, &taskFailed{i: i, start: start, cause: err}
-		}
-		if s.faults != nil {
-			if err := s.faults(FaultAfterLedger, &t); err != nil {
-				return nil, &taskFailed{i: i, start: start, cause: err}
-			}
 		}
 		cur = -1
 		results[i] = ReleaseResult{Outcome: outcome}
@@ -585,9 +587,7 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 // cancelled ctx (the process stopping) does not stop it: left to expire,
 // the lease would count as a crash.
 func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
-	err := s.W.WithContext(context.WithoutCancel(ctx)).Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
-		updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, s.Now(), t.ID, t.LeaseToken).Error
-	if err != nil {
+	if err := s.ReturnLeases(context.WithoutCancel(ctx), []ReleaseTask{t}); err != nil {
 		return fmt.Errorf("return lease of task %d: %w", t.ID, err)
 	}
 	return nil
