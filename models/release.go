@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -221,20 +222,28 @@ func fenceDone(tx *gorm.DB, ids []int64, token string, now time.Time) (map[int64
 // has the release; the FaultAfterLedger point follows.
 func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker string, now time.Time) (string, error) {
 	outcome := OutcomeDone
-	op := Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now}
-	err := s.apply(tx, t.ResourceType, op)
+	err := s.apply(tx, t.ResourceType, releaseOp(t, trigger, worker, now))
 	switch {
 	case errors.Is(err, errDuplicate):
 		outcome = OutcomeDuplicate
 	case err != nil:
 		return "", err
 	}
-	if s.faults != nil {
-		if err := s.faults(FaultAfterLedger, &t); err != nil {
-			return "", err
-		}
+	return outcome, s.afterLedger(t)
+}
+
+// releaseOp is the RELEASE a worker applies for task t.
+func releaseOp(t ReleaseTask, trigger Trigger, worker string, now time.Time) Op {
+	return Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now}
+}
+
+// afterLedger is the FaultAfterLedger point of task t; without faults it
+// costs a nil check.
+func (s *Store) afterLedger(t ReleaseTask) error {
+	if s.faults == nil {
+		return nil
 	}
-	return outcome, nil
+	return s.faults(FaultAfterLedger, &t)
 }
 
 // insertAttempt writes one attempt row; see insertAttempts.
@@ -402,11 +411,16 @@ func oneClaim(tasks []ReleaseTask) bool {
 }
 
 // releaseAll is a batch's fast path inside tx, for the tasks of one claim
-// (one lease token): one update fences them all and marks them DONE, each
-// task's resource is then applied in the given order (its own ledger
-// insert and conditional update), and the attempt rows are written
-// together. A task no longer this lease's is LEASE_LOST and left alone.
-// A task's failure or panic returns a *taskFailed: tx must roll back.
+// (one lease token): one update fences them all and marks them DONE; then,
+// one resource type at a time in the given order, a counter's tasks are
+// released together (counter.releaseMany: one locking read, one ledger
+// insert, one guarded update, each task still its own ledger row) and any
+// other resource's task by task (its own ledger insert and conditional
+// update); the counters' hold rows move in one guarded update, and the
+// attempt rows are written together. A task no longer this lease's is
+// LEASE_LOST and left alone. A task's failure or panic returns a
+// *taskFailed, and what the shared statements cannot settle errTryEach:
+// either way tx must roll back.
 func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker string) (results []ReleaseResult, err error) {
 	start := s.Now()
 	cur := -1 // the task being applied
@@ -422,31 +436,71 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 	if err := s.lockTasks(tx, tasks); err != nil {
 		return nil, err
 	}
-	rows, err := fenceDone(tx, taskIDs(tasks), tasks[0].LeaseToken, start)
+	fenced, err := fenceDone(tx, taskIDs(tasks), tasks[0].LeaseToken, start)
 	if err != nil {
 		return nil, err
 	}
+	rows := maps.Clone(fenced)
 	results = make([]ReleaseResult, len(tasks))
-	attempts := make([]TaskAttempt, 0, len(rows))
+	live := make([]int, 0, len(rows))
 	for _, i := range order {
-		t := tasks[i]
-		row, ok := rows[t.ID]
-		if !ok {
+		if _, ok := rows[tasks[i].ID]; !ok {
 			results[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
 			continue
 		}
 		// The fence is spent: a second copy of the task in tasks is no
 		// longer this lease's, as a second ReleaseTask would find.
-		delete(rows, t.ID)
-		cur = i
-		outcome, err := s.applyRelease(tx, t, row.Trigger, worker, start)
-		if err != nil {
-			return nil, &taskFailed{i: i, start: start, cause: err}
+		delete(rows, tasks[i].ID)
+		live = append(live, i)
+	}
+	attempts := make([]TaskAttempt, 0, len(live))
+	var counted []ReleaseTask // released by a counter's releaseMany, hold rows still to move
+	for len(live) > 0 {
+		// One resource type at a time, in the order given.
+		n := 1
+		for n < len(live) && tasks[live[n]].ResourceType == tasks[live[0]].ResourceType {
+			n++
 		}
-		cur = -1
-		results[i] = ReleaseResult{Outcome: outcome}
-		attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
-			Outcome: outcome, Note: row.rerunNote(), StartedAt: start})
+		group := live[:n]
+		live = live[n:]
+		c, many := s.resources[tasks[group[0]].ResourceType].(*counter)
+		if many {
+			ops := make([]Op, len(group))
+			for k, i := range group {
+				ops[k] = releaseOp(tasks[i], fenced[tasks[i].ID].Trigger, worker, start)
+			}
+			if err := c.releaseMany(tx, ops); err != nil {
+				return nil, err
+			}
+		}
+		for _, i := range group {
+			t := tasks[i]
+			cur = i
+			var outcome string
+			var err error
+			if many {
+				outcome, err = OutcomeDone, s.afterLedger(t)
+				counted = append(counted, t)
+			} else {
+				outcome, err = s.applyRelease(tx, t, fenced[t.ID].Trigger, worker, start)
+			}
+			if err != nil {
+				return nil, &taskFailed{i: i, start: start, cause: err}
+			}
+			cur = -1
+			results[i] = ReleaseResult{Outcome: outcome}
+			attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
+				Outcome: outcome, Note: fenced[t.ID].rerunNote(), StartedAt: start})
+		}
+	}
+	if len(counted) > 0 {
+		moved, err := releaseHolds(tx, counted)
+		if err != nil {
+			return nil, err
+		}
+		if moved != int64(len(counted)) {
+			return nil, errTryEach
+		}
 	}
 	finished := s.Now()
 	for i := range attempts {

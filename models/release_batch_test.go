@@ -3,10 +3,15 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // batchShop places and closes one order per request.
@@ -250,5 +255,73 @@ func TestBatchThatDoesNotCommit(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A batch releases a counter's tasks together: however many tasks share
+// however few keys, it takes a handful of statements, not three per task,
+// and every task still gets its own ledger row whose before and after
+// chain with its key's other rows (CheckInvariants), as if each had been
+// applied alone in turn.
+func TestBatchReleasesCountersTogether(t *testing.T) {
+	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d, models.Options{})
+			users := []string{"u1", "u2", "u3"}
+			for _, u := range users {
+				must(t, func() error { _, err := b.s.Credit(b.ctx, u, models.AssetBalance, 10000, "test"); return err })
+				must(t, func() error { _, err := b.s.Credit(b.ctx, u, models.AssetPoints, 5000, "test"); return err })
+			}
+			for _, sku := range []string{"sku-a", "sku-b", "sku-c"} {
+				must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 100, 0, "test"); return err })
+			}
+			must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-x", 100, "test"); return err })
+			const orders = 60
+			var reqs []models.PlaceRequest
+			for i := range orders {
+				reqs = append(reqs, models.PlaceRequest{
+					OrderNo: fmt.Sprintf("o-%02d", i), UserID: users[i%3],
+					Items:      []models.Item{{SkuID: []string{"sku-c", "sku-a", "sku-b"}[i%3], Qty: int64(1 + i%2)}},
+					Freeze:     []models.Freeze{{Asset: models.AssetBalance, Amount: 10}, {Asset: models.AssetPoints, Amount: 5}},
+					ActivityID: "act-x",
+				})
+			}
+			batchShop(t, b, reqs)
+			tasks, err := b.s.ClaimTasks(b.ctx, "w1", 1000, time.Minute)
+			if err != nil || len(tasks) != 4*orders {
+				t.Fatalf("claimed %d tasks (%v), want %d", len(tasks), err, 4*orders)
+			}
+			var statements atomic.Int64
+			count := func(*gorm.DB) { statements.Add(1) }
+			must(t, func() error { return b.s.W.Callback().Raw().Before("gorm:raw").Register("test:count", count) })
+			must(t, func() error { return b.s.W.Callback().Row().Before("gorm:row").Register("test:count", count) })
+			results, err := b.s.ReleaseBatch(b.ctx, tasks, "w1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := statements.Load()
+			for i, r := range results {
+				if r.Outcome != models.OutcomeDone {
+					t.Errorf("task %d (%s %s of %s): %+v, want DONE", tasks[i].ID, tasks[i].ResourceType, tasks[i].BizKey, tasks[i].OrderNo, r)
+				}
+			}
+			// The fence and the task locks, per resource type (four here) a
+			// locking read, a ledger insert and a guarded update, the hold
+			// rows, the attempt rows in inserts of 100.
+			if want := int64(2 + 4*3 + 1 + 3); n > want {
+				t.Errorf("the batch of %d tasks took %d statements, want at most %d", len(tasks), n, want)
+			}
+			var flows int64
+			must(t, func() error {
+				return b.s.R.Raw(`SELECT (SELECT COUNT(*) FROM inventory_flows WHERE type = 'RELEASE')
+					+ (SELECT COUNT(*) FROM account_flows WHERE type = 'RELEASE')
+					+ (SELECT COUNT(*) FROM quota_flows WHERE type = 'RELEASE')`).Scan(&flows).Error
+			})
+			if flows != 4*orders {
+				t.Errorf("%d RELEASE ledger rows, want %d", flows, 4*orders)
+			}
+			modelstest.CheckInvariants(t, b.s)
+		})
 	}
 }

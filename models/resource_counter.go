@@ -119,23 +119,11 @@ func (c *counter) move(tx *gorm.DB, key, guard string, need, dAvail, dHeld, dSpe
 }
 
 func (c *counter) insertFlow(tx *gorm.DB, op Op, before, after counterRow) error {
-	keyCols := c.key
-	vals := []any{nilIfEmpty(op.OrderNo), op.Key}
-	if c.fixedCol != "" {
-		keyCols += ", " + c.fixedCol
-		vals = append(vals, c.fixedVal)
+	n, err := c.insertFlows(tx, []flowRow{{op: op, before: before, after: after}})
+	if err != nil {
+		return err
 	}
-	vals = append(vals, op.Kind, op.Epoch, op.Trigger, op.Qty,
-		before.Avail, after.Avail, before.Held, after.Held, before.Spent, after.Spent, op.Actor, op.Now)
-	q := fmt.Sprintf(`INSERT INTO %s (order_no, %s, type, epoch, trigger_type, qty,
-		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at)
-		VALUES (?%s) ON CONFLICT (order_no, %s, type, epoch) DO NOTHING`,
-		c.ledger, keyCols, strings.Repeat(", ?", len(vals)-1), keyCols)
-	res := tx.Exec(q, vals...)
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return fmt.Errorf("%w: %s %s %s of order %s", errDuplicate, c.typ, op.Key, op.Kind, op.OrderNo)
 	}
 	return nil
@@ -307,4 +295,150 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// maxFlowRows bounds the rows of one ledger insert (14 values each).
+const maxFlowRows = 500
+
+// releaseMany gives back what ops hold (RELEASEs of this counter, sorted by
+// key) in a few statements instead of three per op: one locking read of
+// their keys in key order, the ledger rows in one insert, and one guarded
+// update that moves each key by the sum of its ops. Each op still gets its
+// own ledger row under the same unique key, its before and after those of
+// the ops applied one by one in turn; and a key whose held amount covers
+// the sum covers each op in turn, so the one guard is every op's guard.
+// What these statements cannot settle, a key missing, too little held, a
+// ledger row already there, returns errTryEach: the transaction must roll
+// back, and each op is tried alone, where its own error says which and why.
+func (c *counter) releaseMany(tx *gorm.DB, ops []Op) error {
+	keys := make([]string, 0, len(ops))
+	for i, op := range ops {
+		if i == 0 || op.Key != ops[i-1].Key {
+			keys = append(keys, op.Key)
+		}
+	}
+	cur, err := c.lockMany(tx, keys)
+	if err != nil {
+		return err
+	}
+	if len(cur) != len(keys) {
+		return errTryEach
+	}
+	sums := make(map[string]int64, len(keys))
+	flows := make([]flowRow, len(ops))
+	for i, op := range ops {
+		before := cur[op.Key]
+		if op.Kind != FlowRelease || op.Qty <= 0 || before.Held < op.Qty {
+			return errTryEach
+		}
+		after := before
+		after.Held -= op.Qty
+		after.Avail += op.Qty
+		cur[op.Key] = after
+		sums[op.Key] += op.Qty
+		flows[i] = flowRow{op: op, before: before, after: after}
+	}
+	for rest := flows; len(rest) > 0; {
+		n := min(len(rest), maxFlowRows)
+		inserted, err := c.insertFlows(tx, rest[:n])
+		if err != nil {
+			return err
+		}
+		if inserted != int64(n) {
+			return errTryEach
+		}
+		rest = rest[n:]
+	}
+	moved, err := c.releaseSums(tx, keys, sums, ops[0].Now)
+	if err != nil {
+		return err
+	}
+	if moved != int64(len(keys)) {
+		return errTryEach
+	}
+	return nil
+}
+
+// lockMany reads the rows of keys for update, in key order, and returns
+// those it found by key.
+func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, error) {
+	var rows []struct {
+		Key                string
+		Avail, Held, Spent int64
+	}
+	where, args := c.key+" IN ?", []any{keys}
+	if c.fixedCol != "" {
+		where, args = where+" AND "+c.fixedCol+" = ?", append(args, c.fixedVal)
+	}
+	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s ORDER BY %s%s",
+		c.key, c.avail, c.held, c.spent, c.table, where, c.key, c.s.forUpdate())
+	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]counterRow, len(rows))
+	for _, r := range rows {
+		out[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+	}
+	return out, nil
+}
+
+// flowRow is one ledger row to write: the op and the row's columns around it.
+type flowRow struct {
+	op            Op
+	before, after counterRow
+}
+
+// insertFlows writes ledger rows in one insert that skips a row whose key
+// the ledger already has, and returns how many it wrote.
+func (c *counter) insertFlows(tx *gorm.DB, rows []flowRow) (int64, error) {
+	keyCols := c.key
+	if c.fixedCol != "" {
+		keyCols += ", " + c.fixedCol
+	}
+	var q strings.Builder
+	fmt.Fprintf(&q, `INSERT INTO %s (order_no, %s, type, epoch, trigger_type, qty,
+		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at) VALUES `,
+		c.ledger, keyCols)
+	var args []any
+	for i, r := range rows {
+		vals := []any{nilIfEmpty(r.op.OrderNo), r.op.Key}
+		if c.fixedCol != "" {
+			vals = append(vals, c.fixedVal)
+		}
+		vals = append(vals, r.op.Kind, r.op.Epoch, r.op.Trigger, r.op.Qty, r.before.Avail, r.after.Avail,
+			r.before.Held, r.after.Held, r.before.Spent, r.after.Spent, r.op.Actor, r.op.Now)
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?" + strings.Repeat(", ?", len(vals)-1) + ")")
+		args = append(args, vals...)
+	}
+	fmt.Fprintf(&q, " ON CONFLICT (order_no, %s, type, epoch) DO NOTHING", keyCols)
+	res := tx.Exec(q.String(), args...)
+	return res.RowsAffected, res.Error
+}
+
+// releaseSums moves each key's sum from held to available in one guarded
+// update, and returns how many keys it moved: a key whose held amount is
+// below its sum is left as it was.
+func (c *counter) releaseSums(tx *gorm.DB, keys []string, sums map[string]int64, now time.Time) (int64, error) {
+	var q strings.Builder
+	q.WriteString("WITH v(k, d) AS (VALUES ")
+	args := make([]any, 0, 2*len(keys)+2)
+	for i, k := range keys {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, CAST(? AS BIGINT))")
+		args = append(args, k, sums[k])
+	}
+	fmt.Fprintf(&q, ") UPDATE %[1]s SET %[2]s = %[2]s - v.d, %[3]s = %[3]s + v.d, updated_at = ? FROM v WHERE %[1]s.%[4]s = v.k AND %[1]s.%[2]s >= v.d",
+		c.table, c.held, c.avail, c.key)
+	args = append(args, now)
+	if c.fixedCol != "" {
+		fmt.Fprintf(&q, " AND %s.%s = ?", c.table, c.fixedCol)
+		args = append(args, c.fixedVal)
+	}
+	res := tx.Exec(q.String(), args...)
+	return res.RowsAffected, res.Error
 }
