@@ -54,7 +54,8 @@ const benchUsage = `unhold bench makes a throwaway database (a SQLite file in a 
 fresh schema in the PostgreSQL named by UNHOLD_DB, dropped afterwards), fills
 a shop, starts this binary as separate processes, places orders and closes
 them through the JSON API, waits for every release, checks the invariants and
-prints a table and one JSON line.
+prints a table and one JSON line. While the load runs, it signs in to the
+dashboard as an admin and times its main pages, one every 250 ms (-pages).
 
 Modes:
   burst    close -orders as fast as -clients concurrent clients can (unhold serve)
@@ -79,6 +80,7 @@ type benchOptions struct {
 	ceiling    bool
 	cpuProfile string
 	keep       bool
+	pages      bool
 }
 
 func parseBenchFlags(args []string) (benchOptions, error) {
@@ -98,6 +100,7 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also time the bare release transaction on the same database, 1 and 100 per commit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of the serving process (burst, steady: serve; backlog, timeout: worker) to this file")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (SQLite file, process logs) and say where it is")
+	fs.BoolVar(&o.pages, "pages", true, "while the load runs, time the dashboard's main pages as a signed-in admin, one every 250 ms")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			var b strings.Builder
@@ -181,9 +184,23 @@ type benchResult struct {
 	// in PeakRSSByProcessMB.
 	PeakRSSMB          float64            `json:"peak_rss_mb"`
 	PeakRSSByProcessMB map[string]float64 `json:"peak_rss_by_process_mb"`
-	Retried            int64              `json:"tasks_retried"`
-	InvariantsOK       bool               `json:"invariants_ok"`
-	InvariantErrors    []string           `json:"invariant_errors,omitempty"`
+	// Dashboard pages, fetched one at a time from the first close until
+	// every release is done. PagesFetched counts the answers of 200, which
+	// the times are of; PageErrors the rest (another status, a timeout), the
+	// first of which is PageFirstError. PageSlowest is the path of the
+	// slowest page, PageMaxMs its time.
+	PagesFetched   int     `json:"pages_fetched"`
+	PageErrors     int     `json:"page_errors"`
+	PageP50Ms      float64 `json:"page_p50_ms"`
+	PageP95Ms      float64 `json:"page_p95_ms"`
+	PageP99Ms      float64 `json:"page_p99_ms"`
+	PageMaxMs      float64 `json:"page_max_ms"`
+	PageSlowest    string  `json:"page_slowest"`
+	PageFirstError string  `json:"page_first_error,omitempty"`
+
+	Retried         int64    `json:"tasks_retried"`
+	InvariantsOK    bool     `json:"invariants_ok"`
+	InvariantErrors []string `json:"invariant_errors,omitempty"`
 
 	CeilingOnePerCommitPerS     float64 `json:"ceiling_1_per_commit_per_s,omitempty"`
 	CeilingHundredPerCommitPerS float64 `json:"ceiling_100_per_commit_per_s,omitempty"`
@@ -238,6 +255,8 @@ type benchRun struct {
 	token  string
 	client *http.Client
 	base   string
+	// adminPassword signs the page prober in as benchAdmin.
+	adminPassword string
 
 	mu       sync.Mutex
 	children []*benchChild
@@ -320,6 +339,17 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	res.PlacesPerS = float64(opt.orders) / time.Since(start).Seconds()
 
 	var releaseFrom time.Time // when releasing could start
+	var pages *pageProber
+	if opt.pages {
+		if pages, err = b.newPageProber(ctx); err != nil {
+			return res, err
+		}
+		defer pages.halt()
+		b.say("timing %d dashboard pages in turn, one every %s", len(pages.paths), pageEvery)
+		if opt.mode != benchTimeout {
+			pages.start(ctx)
+		}
+	}
 	switch opt.mode {
 	case benchBurst, benchSteady:
 		var pace func(i int) time.Time
@@ -356,9 +386,15 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 		if _, err := b.start(ctx, "worker", append(args, profile("worker")...)...); err != nil {
 			return res, err
 		}
+		if opt.mode == benchTimeout && pages != nil {
+			pages.start(ctx) // the worker's timeout job makes the first close
+		}
 	}
 	if err := b.waitReleased(ctx); err != nil {
 		return res, err
+	}
+	if pages != nil {
+		pages.finish(&res)
 	}
 	b.stopAll()
 	if err := b.measure(ctx, &res, releaseFrom); err != nil {
@@ -464,8 +500,17 @@ func (b *benchRun) fillShop(ctx context.Context) ([]int64, error) {
 		}
 	}
 	_, secret, err := s.CreateAPIToken(ctx, "bench", models.RoleOperator, "bench")
+	if err != nil {
+		return nil, err
+	}
 	b.token = secret
-	return coupons, err
+	if b.opt.pages {
+		b.adminPassword = models.NewPassword()
+		if _, err := s.CreateUser(ctx, benchAdmin, models.RoleAdmin, b.adminPassword, "bench"); err != nil {
+			return nil, err
+		}
+	}
+	return coupons, nil
 }
 
 func benchSKU(k int) string   { return fmt.Sprintf("bench-sku-%03d", k) }
@@ -767,8 +812,7 @@ func (b *benchRun) measure(ctx context.Context, res *benchResult, releaseFrom ti
 		}
 	}
 	slices.Sort(lat)
-	pct := func(p float64) float64 { return round1(lat[int(math.Ceil(p*float64(len(lat))))-1]) }
-	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = pct(0.50), pct(0.95), pct(0.99), round1(lat[len(lat)-1])
+	res.P50Ms, res.P95Ms, res.P99Ms, res.MaxMs = percentile(lat, 0.50), percentile(lat, 0.95), percentile(lat, 0.99), round1(lat[len(lat)-1])
 	if releaseFrom.IsZero() {
 		releaseFrom = firstClose
 	}
@@ -908,6 +952,16 @@ func printBenchTable(w io.Writer, r benchResult) {
 	}
 	slices.Sort(procs)
 	row("peak RSS", strings.Join(procs, ", "))
+	if r.PagesFetched+r.PageErrors == 0 {
+		row("dashboard pages", "off")
+	} else {
+		row("dashboard pages", fmt.Sprintf("%d fetched, %d errors", r.PagesFetched, r.PageErrors))
+		row("page p50 / p95 / p99 / max", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f ms", r.PageP50Ms, r.PageP95Ms, r.PageP99Ms, r.PageMaxMs))
+		row("slowest page", fmt.Sprintf("%s %.1f ms", r.PageSlowest, r.PageMaxMs))
+		if r.PageFirstError != "" {
+			row("first page error", r.PageFirstError)
+		}
+	}
 	row("tasks retried", r.Retried)
 	row("invariants ok", r.InvariantsOK)
 	if r.CeilingOnePerCommitPerS > 0 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -201,8 +202,9 @@ func TestSubcommandsStartAndStop(t *testing.T) {
 }
 
 // unhold bench runs end to end on a small shop and reports clean
-// invariants and every order released. Only correctness is asserted, never
-// timing.
+// invariants, every order released and, unless -pages=false, dashboard
+// pages fetched as a signed-in admin without an error. Only correctness is
+// asserted, never timing.
 func TestBench(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -211,6 +213,7 @@ func TestBench(t *testing.T) {
 		args []string
 	}{
 		{"burst sqlite", false, []string{"-mode", "burst", "-orders", "200", "-json"}},
+		{"burst sqlite no pages", false, []string{"-mode", "burst", "-orders", "200", "-json", "-pages=false"}},
 		{"backlog sqlite", false, []string{"-mode", "backlog", "-orders", "200", "-pools", "2", "-json"}},
 		{"burst sqlite mix", false, []string{"-mode", "burst", "-orders", "60", "-mix", "inventory,coupon,balance,points,quota,slot", "-json"}},
 		{"backlog postgres", true, []string{"-mode", "backlog", "-orders", "200", "-pools", "2", "-json", "-ceiling"}},
@@ -251,7 +254,8 @@ func TestBench(t *testing.T) {
 			var raw map[string]any
 			_ = json.Unmarshal([]byte(lines[0]), &raw)
 			for _, k := range []string{"mode", "orders", "closes_per_s", "releases_per_s", "releases_while_closing_per_s",
-				"p50_ms", "p95_ms", "p99_ms", "max_ms", "peak_rss_mb", "invariants_ok"} {
+				"p50_ms", "p95_ms", "p99_ms", "max_ms", "peak_rss_mb", "invariants_ok",
+				"pages_fetched", "page_errors", "page_p50_ms", "page_p95_ms", "page_p99_ms", "page_max_ms", "page_slowest"} {
 				if _, ok := raw[k]; !ok {
 					t.Errorf("the JSON line has no %q: %s", k, lines[0])
 				}
@@ -259,6 +263,13 @@ func TestBench(t *testing.T) {
 			perOrder := len(strings.Split(res.Mix, ","))
 			if !res.InvariantsOK || res.Tasks != res.Orders*perOrder || res.PeakRSSMB <= 0 {
 				t.Fatalf("bench = %+v; want clean invariants, every order's %d tasks released, a peak RSS", res, perOrder)
+			}
+			pagesOff := slices.Contains(c.args, "-pages=false")
+			switch {
+			case pagesOff && res.PagesFetched+res.PageErrors != 0:
+				t.Fatalf("bench -pages=false = %+v; want no page fetched", res)
+			case !pagesOff && (res.PagesFetched == 0 || res.PageErrors != 0 || res.PageSlowest == "" || res.PageMaxMs <= 0):
+				t.Fatalf("bench = %+v; want dashboard pages fetched, none in error, a slowest page", res)
 			}
 			if c.pg && (res.Engine != "postgres" || res.CeilingOnePerCommitPerS <= 0 || res.CeilingHundredPerCommitPerS <= 0) {
 				t.Fatalf("bench = %+v; want a PostgreSQL run with both ceilings", res)
