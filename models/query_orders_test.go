@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,4 +242,35 @@ func sortDiffs(ds []models.Diff) {
 		}
 		return a.Check < b.Check
 	})
+}
+
+// On SQLite, the PENDING side of a key check reads each PENDING order once
+// and finds its holds by order and type: the page's keys must not be part
+// of the hold lookup, or each order is probed once per key (a flash sale's
+// 100,000 orders and a page of 50 SKUs: 5 million probes, not 100,000).
+func TestPendingHeldPlanProbesOncePerOrder(t *testing.T) {
+	b := setup(t, models.SQLite, models.Options{})
+	keys := make([]string, 50)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("sku-%02d", i)
+	}
+	plan, err := b.s.PendingHeldPlan([]models.ResourceType{models.ResInventory}, keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var orders, holds string
+	for _, step := range plan {
+		switch {
+		case strings.HasPrefix(step, "SEARCH o "), strings.HasPrefix(step, "SCAN o"):
+			orders = step
+		case strings.HasPrefix(step, "SEARCH h "), strings.HasPrefix(step, "SCAN h"):
+			if orders == "" {
+				t.Fatalf("plan %q reads the holds before the orders", plan)
+			}
+			holds = step
+		}
+	}
+	if !strings.Contains(holds, "order_no=?") || strings.Contains(holds, "biz_key") {
+		t.Fatalf("plan %q: the hold lookup is %q, want one by order_no without biz_key", plan, holds)
+	}
 }

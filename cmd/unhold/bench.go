@@ -189,14 +189,16 @@ type benchResult struct {
 	// the times are of; PageErrors the rest (another status, a timeout), the
 	// first of which is PageFirstError. PageSlowest is the path of the
 	// slowest page, PageMaxMs its time.
-	PagesFetched   int     `json:"pages_fetched"`
-	PageErrors     int     `json:"page_errors"`
-	PageP50Ms      float64 `json:"page_p50_ms"`
-	PageP95Ms      float64 `json:"page_p95_ms"`
-	PageP99Ms      float64 `json:"page_p99_ms"`
-	PageMaxMs      float64 `json:"page_max_ms"`
-	PageSlowest    string  `json:"page_slowest"`
-	PageFirstError string  `json:"page_first_error,omitempty"`
+	PagesFetched int     `json:"pages_fetched"`
+	PageErrors   int     `json:"page_errors"`
+	PageP50Ms    float64 `json:"page_p50_ms"`
+	PageP95Ms    float64 `json:"page_p95_ms"`
+	PageP99Ms    float64 `json:"page_p99_ms"`
+	PageMaxMs    float64 `json:"page_max_ms"`
+	PageSlowest  string  `json:"page_slowest"`
+	// PageMaxByPathMs is each page's slowest fetch.
+	PageMaxByPathMs map[string]float64 `json:"page_max_by_path_ms,omitempty"`
+	PageFirstError  string             `json:"page_first_error,omitempty"`
 
 	Retried         int64    `json:"tasks_retried"`
 	InvariantsOK    bool     `json:"invariants_ok"`
@@ -957,7 +959,7 @@ func printBenchTable(w io.Writer, r benchResult) {
 	} else {
 		row("dashboard pages", fmt.Sprintf("%d fetched, %d errors", r.PagesFetched, r.PageErrors))
 		row("page p50 / p95 / p99 / max", fmt.Sprintf("%.1f / %.1f / %.1f / %.1f ms", r.PageP50Ms, r.PageP95Ms, r.PageP99Ms, r.PageMaxMs))
-		row("slowest page", fmt.Sprintf("%s %.1f ms", r.PageSlowest, r.PageMaxMs))
+		row("slowest pages", slowestPages(r.PageMaxByPathMs, 3))
 		if r.PageFirstError != "" {
 			row("first page error", r.PageFirstError)
 		}

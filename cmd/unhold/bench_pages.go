@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net/http"
 	"net/http/cookiejar"
@@ -198,11 +200,13 @@ func (p *pageProber) finish(res *benchResult) {
 	}
 	ms := make([]float64, len(p.times))
 	slowest := p.times[0]
+	res.PageMaxByPathMs = map[string]float64{}
 	for i, t := range p.times {
 		ms[i] = t.ms
 		if t.ms > slowest.ms {
 			slowest = t
 		}
+		res.PageMaxByPathMs[t.path] = max(res.PageMaxByPathMs[t.path], round1(t.ms))
 	}
 	slices.Sort(ms)
 	res.PageP50Ms, res.PageP95Ms, res.PageP99Ms = percentile(ms, 0.50), percentile(ms, 0.95), percentile(ms, 0.99)
@@ -213,4 +217,21 @@ func (p *pageProber) finish(res *benchResult) {
 // 0.1.
 func percentile(sorted []float64, p float64) float64 {
 	return round1(sorted[int(math.Ceil(p*float64(len(sorted))))-1])
+}
+
+// slowestPages lists the n pages whose slowest fetch took longest, slowest
+// first, each with that time.
+func slowestPages(byPath map[string]float64, n int) string {
+	paths := slices.Collect(maps.Keys(byPath))
+	slices.SortFunc(paths, func(a, b string) int {
+		if c := cmp.Compare(byPath[b], byPath[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	var parts []string
+	for _, p := range paths[:min(n, len(paths))] {
+		parts = append(parts, fmt.Sprintf("%s %.1f ms", p, byPath[p]))
+	}
+	return strings.Join(parts, ", ")
 }

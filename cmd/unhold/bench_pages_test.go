@@ -89,3 +89,22 @@ func TestPageProberSignsInAndFetchesEveryPage(t *testing.T) {
 		t.Fatalf("fetched %d of %d pages, %d errors, the first %q", res.PagesFetched, len(p.paths), res.PageErrors, res.PageFirstError)
 	}
 }
+
+// The table names the slowest pages by their slowest fetch, slowest first,
+// ties in path order, at most n of them.
+func TestSlowestPages(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		byPath map[string]float64
+		n      int
+		want   string
+	}{
+		{map[string]float64{}, 3, ""},
+		{map[string]float64{"/a": 1.5}, 3, "/a 1.5 ms"},
+		{map[string]float64{"/a": 1, "/b": 30, "/c": 2, "/d": 30}, 3, "/b 30.0 ms, /d 30.0 ms, /c 2.0 ms"},
+	} {
+		if got := slowestPages(tc.byPath, tc.n); got != tc.want {
+			t.Errorf("slowestPages(%v, %d) = %q, want %q", tc.byPath, tc.n, got, tc.want)
+		}
+	}
+}
