@@ -46,6 +46,16 @@ func (s *Store) ClaimTasks(ctx context.Context, owner string, n int, lease time.
 	return tasks, nil
 }
 
+// byteOrder makes an ORDER BY of a text column compare bytes, as Go's <
+// does: PostgreSQL sorts by the database's collation (en_US puts "a-b"
+// after "ab" and "B" after "a"), SQLite by bytes already.
+func (s *Store) byteOrder() string {
+	if s.Dialect == Postgres {
+		return ` COLLATE "C"`
+	}
+	return ""
+}
+
 // skipLocked makes a locking read pass over rows another transaction holds.
 func (s *Store) skipLocked() string {
 	if s.Dialect == Postgres {

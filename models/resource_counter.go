@@ -360,7 +360,10 @@ func (c *counter) releaseMany(tx *gorm.DB, ops []Op) error {
 }
 
 // lockMany reads the rows of keys for update, in key order, and returns
-// those it found by key.
+// those it found by key. The order is bytes', as Go compares the keys when
+// placement locks them one by one (resourceLess), whatever the database's
+// collation: in another order, a batch and a placement could each hold a
+// key the other waits for.
 func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, error) {
 	var rows []struct {
 		Key                string
@@ -370,8 +373,8 @@ func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, e
 	if c.fixedCol != "" {
 		where, args = where+" AND "+c.fixedCol+" = ?", append(args, c.fixedVal)
 	}
-	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s ORDER BY %s%s",
-		c.key, c.avail, c.held, c.spent, c.table, where, c.key, c.s.forUpdate())
+	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s ORDER BY %s%s%s",
+		c.key, c.avail, c.held, c.spent, c.table, where, c.key, c.s.byteOrder(), c.s.forUpdate())
 	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
