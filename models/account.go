@@ -1,5 +1,7 @@
 package models
 
+import "net/url"
+
 // MaxBalance is the most an account may hold of one asset, available,
 // frozen and spent together, in the asset's smallest unit (10^15 fen is ten
 // trillion yuan). Credit refuses a credit that would pass it, and a CHECK
@@ -12,10 +14,22 @@ const MaxBalance = 1_000_000_000_000_000
 // Balance and points are two instances; the key is the user id.
 func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *counter {
 	return &counter{
-		s: s, typ: t, table: "accounts", ledger: "account_flows", key: "uid",
+		maxQty: MaxAmount,
+		s:      s, typ: t, table: "accounts", ledger: "account_flows", key: "uid",
 		fixedCol: "asset", fixedVal: string(asset),
 		avail: "available", held: "frozen", spent: "spent",
 		short: short, missing: short,
 		maxTotal: MaxBalance, overflow: ErrBalanceOverflow,
+		page: func(key string) string {
+			return "/balances?" + url.Values{"user": {key}, "asset": {string(asset)}}.Encode()
+		},
 	}
+}
+
+// assetResource is the resource type an account asset is released as.
+func assetResource(a Asset) ResourceType {
+	if a == AssetPoints {
+		return ResPoints
+	}
+	return ResBalance
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -32,7 +33,24 @@ type couponResource struct{ s *Store }
 
 func (c *couponResource) Type() ResourceType { return ResCoupon }
 
+func (c *couponResource) Kind() ResourceKind { return KindSingle }
+
+func (c *couponResource) MaxQty() int64 { return 1 }
+
+func (c *couponResource) Side() string { return "" }
+
+func (c *couponResource) Page(key string) string { return "/coupons?coupon=" + url.QueryEscape(key) }
+
+func (c *couponResource) Ledger() LedgerSpec {
+	return LedgerSpec{Table: "coupon_flows", Key: "CAST(f.coupon_id AS TEXT)", Qty: "1"}
+}
+
 func (c *couponResource) ReleaseDelay(*gorm.DB, string) (time.Duration, error) { return 0, nil }
+
+func (c *couponResource) reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[ResourceKey]keyTotals) ([]Diff, error) {
+	return reconcileSingleKeys(db, ResCoupon, keys, pending, tasks,
+		"SELECT CAST(id AS TEXT) AS k, status FROM user_coupons WHERE id IN ?", string(CouponLocked), couponIDs)
+}
 
 func (c *couponResource) lock(tx *gorm.DB, key string) (*Coupon, error) {
 	id, err := strconv.ParseInt(key, 10, 64)

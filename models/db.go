@@ -79,6 +79,7 @@ type Store struct {
 	log       *slog.Logger
 	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
+	types     []ResourceType // the registry's types, in the order holds are taken
 	// hashSlots bounds the argon2id hashes running at once: each takes
 	// 19 MiB and a core for tens of milliseconds, so a burst of logins must
 	// queue instead of exhausting memory.
@@ -185,7 +186,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		rdb.SetMaxOpenConns(n)
 		s.W, s.R = w, r
 	}
-	s.resources = newRegistry(s)
+	s.resources, s.types = newRegistry(s)
 	return s, nil
 }
 

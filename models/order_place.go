@@ -22,7 +22,18 @@ type PlaceRequest struct {
 	Freeze     []Freeze
 	ActivityID string
 	SlotID     string
+	// Holds names holds of any type in the registry; Items, CouponIDs,
+	// Freeze, ActivityID and SlotID are shorthands for the built-in types.
+	Holds      []HoldRequest
 	PayTimeout time.Duration
+}
+
+// HoldRequest is one hold an order asks for: Qty of key of a type. A type
+// held one at a time (a coupon, a slot) takes qty 1, or 0 for 1.
+type HoldRequest struct {
+	Type ResourceType
+	Key  string
+	Qty  int64
 }
 
 // Item is one SKU line.
@@ -40,6 +51,7 @@ type Freeze struct {
 // Limits on what one order may ask for.
 const (
 	MaxItems          = 100
+	MaxHolds          = 200 // holds of one order, whatever their type
 	MaxQty            = 1_000_000
 	MaxAmount         = 1_000_000_000_000
 	DefaultPayTimeout = 30 * time.Minute
@@ -62,16 +74,20 @@ func invalid(format string, a ...any) error {
 }
 
 // holds validates the request and lists what it holds, sorted so that every
-// transaction takes row locks in one order.
-func (r PlaceRequest) holds() ([]Hold, error) {
+// transaction takes row locks in one order; reg is the registry the types
+// must be in.
+func (r PlaceRequest) holds(reg map[ResourceType]Resource) ([]Hold, error) {
 	if r.OrderNo != "" && !ValidOrderNo(r.OrderNo) {
 		return nil, invalid("order_no must be 1-40 letters, digits, '-' or '_'")
 	}
 	if !ValidKey(r.UserID) {
 		return nil, invalid("user_id must be 1-64 letters, digits or -_.:")
 	}
-	if len(r.Items) == 0 || len(r.Items) > MaxItems {
+	if len(r.Items) > MaxItems {
 		return nil, invalid("items must have 1 to %d lines", MaxItems)
+	}
+	if len(r.Items) == 0 && len(r.Holds) == 0 {
+		return nil, invalid("an order must hold something: items or holds")
 	}
 	if r.PayTimeout < 0 || r.PayTimeout > MaxPayTimeout {
 		return nil, invalid("pay_timeout_s must be from 1 to %d", int(MaxPayTimeout/time.Second))
@@ -110,15 +126,10 @@ func (r PlaceRequest) holds() ([]Hold, error) {
 		if f.Amount <= 0 || f.Amount > MaxAmount {
 			return nil, invalid("freeze amount of %s must be from 1 to %d", f.Asset, int64(MaxAmount))
 		}
-		t := ResBalance
-		switch f.Asset {
-		case AssetBalance:
-		case AssetPoints:
-			t = ResPoints
-		default:
+		if _, err := ParseAsset(string(f.Asset)); err != nil {
 			return nil, invalid("freeze asset must be BALANCE or POINTS")
 		}
-		if err := add(t, r.UserID, f.Amount, "freeze of "+string(f.Asset)+" for user"); err != nil {
+		if err := add(assetResource(f.Asset), r.UserID, f.Amount, "freeze of "+string(f.Asset)+" for user"); err != nil {
 			return nil, err
 		}
 	}
@@ -133,6 +144,28 @@ func (r PlaceRequest) holds() ([]Hold, error) {
 			return nil, invalid("slot_id must be 1-64 letters, digits or -_.:")
 		}
 		hs = append(hs, Hold{ResourceType: ResSlot, BizKey: r.SlotID, Qty: 1})
+	}
+	for i, h := range r.Holds {
+		res, ok := reg[h.Type]
+		if !ok {
+			return nil, invalid("holds[%d]: unknown resource type %q", i, h.Type)
+		}
+		if !ValidKey(h.Key) {
+			return nil, invalid("holds[%d]: key must be 1-64 letters, digits or -_.:", i)
+		}
+		qty, most := h.Qty, res.MaxQty()
+		if qty == 0 && most == 1 {
+			qty = 1
+		}
+		if qty <= 0 || qty > most {
+			return nil, invalid("holds[%d]: qty of %s %s must be from 1 to %d", i, h.Type, h.Key, most)
+		}
+		if err := add(h.Type, h.Key, qty, string(h.Type)); err != nil {
+			return nil, err
+		}
+	}
+	if len(hs) > MaxHolds {
+		return nil, invalid("an order may hold at most %d things, asks %d", MaxHolds, len(hs))
 	}
 	sortHolds(hs)
 	return hs, nil
@@ -171,7 +204,7 @@ func NewOrderNo(now time.Time) string {
 // transaction: any shortfall rolls all of it back and returns the business
 // error (ErrInsufficientStock, ErrCouponUnavailable, ...).
 func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold, error) {
-	hs, err := r.holds()
+	hs, err := r.holds(s.resources)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -2,7 +2,10 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,4 +263,78 @@ func TestCloseExpired(t *testing.T) {
 			t.Fatalf("short = %+v", c.Order)
 		}
 	})
+}
+
+// An order's holds may be named as one generic list of any registered type,
+// alone or beside the shorthands: the order holds the same as with the
+// shorthands alone. A list the registry or the bounds refuse is
+// INVALID_INPUT and places nothing.
+func TestPlaceGenericHolds(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := b.shop(t)
+		id := strconv.FormatInt(cp, 10)
+		generic := models.PlaceRequest{OrderNo: "o-g", UserID: "u1", Holds: []models.HoldRequest{
+			{Type: models.ResSlot, Key: "seat-1"},
+			{Type: models.ResInventory, Key: "sku-2", Qty: 1},
+			{Type: models.ResPoints, Key: "u1", Qty: 100},
+			{Type: models.ResCoupon, Key: id, Qty: 1},
+			{Type: models.ResQuota, Key: "act-1", Qty: 1},
+			{Type: models.ResBalance, Key: "u1", Qty: 300},
+		}, Items: []models.Item{{SkuID: "sku-1", Qty: 2}}}
+		_, got, err := b.s.PlaceOrder(b.ctx, generic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[models.Hold]bool{}
+		for _, h := range []models.Hold{
+			{ResourceType: models.ResInventory, BizKey: "sku-1", Qty: 2}, {ResourceType: models.ResInventory, BizKey: "sku-2", Qty: 1},
+			{ResourceType: models.ResCoupon, BizKey: id, Qty: 1}, {ResourceType: models.ResBalance, BizKey: "u1", Qty: 300},
+			{ResourceType: models.ResPoints, BizKey: "u1", Qty: 100}, {ResourceType: models.ResQuota, BizKey: "act-1", Qty: 1},
+			{ResourceType: models.ResSlot, BizKey: "seat-1", Qty: 1},
+		} {
+			want[h] = true
+		}
+		for _, h := range got {
+			if !want[models.Hold{ResourceType: h.ResourceType, BizKey: h.BizKey, Qty: h.Qty}] {
+				t.Errorf("placed %+v, not asked for", h)
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("placed %d holds, want %d", len(got), len(want))
+		}
+		modelstest.CheckInvariants(t, b.s)
+		for _, tc := range []struct {
+			name  string
+			holds []models.HoldRequest
+			items []models.Item
+			want  string
+		}{
+			{"nothing", nil, nil, "must hold something"},
+			{"unknown type", []models.HoldRequest{{Type: "gift_wrap", Key: "k", Qty: 1}}, nil, `unknown resource type "gift_wrap"`},
+			{"bad key", []models.HoldRequest{{Type: models.ResInventory, Key: "a b", Qty: 1}}, nil, "holds[0]: key"},
+			{"no qty", []models.HoldRequest{{Type: models.ResInventory, Key: "sku-1"}}, nil, "from 1 to 1000000"},
+			{"too much", []models.HoldRequest{{Type: models.ResInventory, Key: "sku-1", Qty: models.MaxQty + 1}}, nil, "from 1 to 1000000"},
+			{"two coupons of one", []models.HoldRequest{{Type: models.ResCoupon, Key: id, Qty: 2}}, nil, "from 1 to 1"},
+			{"named twice", []models.HoldRequest{{Type: models.ResInventory, Key: "sku-1", Qty: 1}}, []models.Item{{SkuID: "sku-1", Qty: 1}}, "appears twice"},
+			{"too many", manyHolds(models.MaxHolds + 1), nil, "at most 200"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-bad", UserID: "u2", Holds: tc.holds, Items: tc.items})
+				if !errors.Is(err, models.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("place = %v, want INVALID_INPUT saying %q", err, tc.want)
+				}
+				if _, err := b.s.OrderChain(b.ctx, "o-bad"); !errors.Is(err, models.ErrNotFound) {
+					t.Fatalf("a refused order exists: %v", err)
+				}
+			})
+		}
+	})
+}
+
+func manyHolds(n int) []models.HoldRequest {
+	hs := make([]models.HoldRequest, n)
+	for i := range hs {
+		hs[i] = models.HoldRequest{Type: models.ResInventory, Key: fmt.Sprintf("sku-%d", i), Qty: 1}
+	}
+	return hs
 }

@@ -231,14 +231,6 @@ func flowPage(db *gorm.DB, limit int, t ResourceType) (FlowPage, error) {
 	return page, nil
 }
 
-// assetResource is the resource type an account asset is released as.
-func assetResource(a Asset) ResourceType {
-	if a == AssetPoints {
-		return ResPoints
-	}
-	return ResBalance
-}
-
 // AccountAssets reads every asset of one account; an unknown user has none.
 func (s *Store) AccountAssets(ctx context.Context, uid string) ([]AccountAsset, error) {
 	var rows []AccountAsset

@@ -173,19 +173,11 @@ func (s *Store) reconcileKeys(db *gorm.DB, keys []ResourceKey) ([]Diff, error) {
 	}
 	var diffs []Diff
 	for _, t := range types {
-		var d []Diff
-		switch r := s.resources[t].(type) {
-		case *counter:
-			d, err = r.reconcileKeys(db, byType[t], pending, tasks)
-		case *couponResource:
-			d, err = reconcileSingleKeys(db, t, byType[t], pending, tasks,
-				"SELECT CAST(id AS TEXT) AS k, status FROM user_coupons WHERE id IN ?", string(CouponLocked), couponIDs)
-		case *slotResource:
-			d, err = reconcileSingleKeys(db, t, byType[t], pending, tasks,
-				"SELECT slot_id AS k, status FROM slot_holds WHERE slot_id IN ?", string(SlotHeld), asAny)
-		default:
-			err = fmt.Errorf("reconcile %s: no per-key check", t)
+		r, ok := s.resources[t]
+		if !ok {
+			return nil, fmt.Errorf("reconcile %s: %w: unknown resource type", t, ErrInvalid)
 		}
+		d, err := r.reconcileKeys(db, byType[t], pending, tasks)
 		if err != nil {
 			return nil, err
 		}

@@ -3,7 +3,8 @@ package models
 // quotaResource is an activity's places: available → locked → used.
 func quotaResource(s *Store) *counter {
 	return &counter{
-		s: s, typ: ResQuota, table: "activity_quotas", ledger: "quota_flows", key: "activity_id",
+		maxQty: MaxQty,
+		s:      s, typ: ResQuota, table: "activity_quotas", ledger: "quota_flows", key: "activity_id",
 		avail: "available", held: "locked", spent: "used",
 		short: ErrQuotaExhausted, missing: ErrResourceNotFound,
 	}

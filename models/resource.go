@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -25,10 +26,49 @@ type Op struct {
 	Now     time.Time
 }
 
+// ResourceKind says how a type's holds are kept.
+type ResourceKind string
+
+// Resource kinds.
+const (
+	// KindCounter moves amounts between available, held and spent: stock,
+	// balance, points, activity quota.
+	KindCounter ResourceKind = "counter"
+	// KindSingle holds one thing at a time by its status: a coupon, a slot.
+	KindSingle ResourceKind = "single"
+)
+
+// LedgerSpec says where a type's ledger rows are, for the readers that
+// treat every type's ledger alike (the invariant checks): the table, the
+// row's key as an SQL expression over the alias f, its quantity (1 for a
+// single), and a condition over f narrowing the table to the type ("" or
+// " AND ..."). A counter's rows are in Counter.Table, under the same key
+// column and narrowed by the same condition.
+type LedgerSpec struct {
+	Table, Key, Qty, Where string
+	Counter                *CounterSpec
+}
+
+// CounterSpec names a counter's table and its three columns.
+type CounterSpec struct {
+	Table, Avail, Held, Spent string
+}
+
 // Resource is one kind of held resource. Adding a kind is one new file with
-// its Resource, plus its tables in the migrations.
+// its Resource, plus its tables in the migrations: everything the rest of
+// the system asks about a type, it asks here.
 type Resource interface {
 	Type() ResourceType
+	Kind() ResourceKind
+	// Side is the second key every row of the type carries (an account's
+	// asset), or "".
+	Side() string
+	// Page is the dashboard's page of one key, or "" when it has none.
+	Page(key string) string
+	// Ledger says where the type's ledger rows are.
+	Ledger() LedgerSpec
+	// MaxQty is the most one order may hold of one key (1: one at a time).
+	MaxQty() int64
 	// Apply performs op inside tx and writes its ledger row in the same
 	// transaction: first the ledger insert (errDuplicate when the ledger
 	// already has it, nothing changed), then the conditional update. A LOCK
@@ -43,6 +83,9 @@ type Resource interface {
 	// Reconcile compares each key's held amount with what PENDING orders and
 	// unfinished release tasks say it should be.
 	Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error)
+	// reconcileKeys is Reconcile for some keys, with what PENDING orders
+	// and unfinished tasks hold of them already read (expectedHeld).
+	reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[ResourceKey]keyTotals) ([]Diff, error)
 }
 
 // Diff is one disagreement found by reconciliation. A positive Delta
@@ -75,7 +118,7 @@ const (
 	CheckLedgerStatus = "LEDGER_STATUS"
 )
 
-func newRegistry(s *Store) map[ResourceType]Resource {
+func newRegistry(s *Store) (map[ResourceType]Resource, []ResourceType) {
 	rs := []Resource{
 		inventoryResource(s),
 		&couponResource{s: s},
@@ -85,10 +128,34 @@ func newRegistry(s *Store) map[ResourceType]Resource {
 		&slotResource{s: s},
 	}
 	m := make(map[ResourceType]Resource, len(rs))
-	for _, r := range rs {
+	types := make([]ResourceType, len(rs))
+	for i, r := range rs {
 		m[r.Type()] = r
+		types[i] = r.Type()
 	}
-	return m
+	return m, types
+}
+
+// Types lists the resource types of the registry, in the order holds are
+// taken.
+func (s *Store) Types() []ResourceType { return slices.Clone(s.types) }
+
+// KeyPage is the dashboard's page of one key of type t, or "" when it has
+// none or t is unknown.
+func (s *Store) KeyPage(t ResourceType, key string) string {
+	if r, ok := s.resources[t]; ok {
+		return r.Page(key)
+	}
+	return ""
+}
+
+// Side is the second key every row of type t carries (an account's
+// asset), or "" when it has none or t is unknown.
+func (s *Store) Side(t ResourceType) string {
+	if r, ok := s.resources[t]; ok {
+		return r.Side()
+	}
+	return ""
 }
 
 // Resource returns the implementation of one resource type.

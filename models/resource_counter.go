@@ -27,6 +27,10 @@ type counter struct {
 	// would pass it returns overflow.
 	maxTotal int64
 	overflow *Error
+	// page is the dashboard's page of a key, or nil when there is none.
+	page func(key string) string
+	// maxQty bounds what one order may hold of one key.
+	maxQty int64
 }
 
 type counterRow struct {
@@ -34,6 +38,28 @@ type counterRow struct {
 }
 
 func (c *counter) Type() ResourceType { return c.typ }
+
+func (c *counter) Kind() ResourceKind { return KindCounter }
+
+func (c *counter) MaxQty() int64 { return c.maxQty }
+
+func (c *counter) Side() string { return c.fixedVal }
+
+func (c *counter) Page(key string) string {
+	if c.page == nil {
+		return ""
+	}
+	return c.page(key)
+}
+
+func (c *counter) Ledger() LedgerSpec {
+	l := LedgerSpec{Table: c.ledger, Key: "f." + c.key, Qty: "f.qty",
+		Counter: &CounterSpec{Table: c.table, Avail: c.avail, Held: c.held, Spent: c.spent}}
+	if c.fixedCol != "" {
+		l.Where = fmt.Sprintf(" AND f.%s = '%s'", c.fixedCol, c.fixedVal)
+	}
+	return l
+}
 
 func (c *counter) where() string {
 	if c.fixedCol != "" {

@@ -146,10 +146,7 @@ func (s *Store) Credit(ctx context.Context, uid string, asset Asset, amount int6
 	if amount <= 0 || amount > MaxAmount {
 		return nil, invalid("amount must be from 1 to %d", int64(MaxAmount))
 	}
-	t := ResBalance
-	if asset == AssetPoints {
-		t = ResPoints
-	}
+	t := assetResource(asset)
 	var out AccountAsset
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()

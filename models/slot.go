@@ -25,7 +25,25 @@ type slotResource struct{ s *Store }
 
 func (r *slotResource) Type() ResourceType { return ResSlot }
 
+func (r *slotResource) Kind() ResourceKind { return KindSingle }
+
+func (r *slotResource) MaxQty() int64 { return 1 }
+
+func (r *slotResource) Side() string { return "" }
+
+// Page is "": slots have no page of their own yet.
+func (r *slotResource) Page(string) string { return "" }
+
+func (r *slotResource) Ledger() LedgerSpec {
+	return LedgerSpec{Table: "slot_flows", Key: "f.slot_id", Qty: "1"}
+}
+
 func (r *slotResource) ReleaseDelay(*gorm.DB, string) (time.Duration, error) { return 0, nil }
+
+func (r *slotResource) reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[ResourceKey]keyTotals) ([]Diff, error) {
+	return reconcileSingleKeys(db, ResSlot, keys, pending, tasks,
+		"SELECT slot_id AS k, status FROM slot_holds WHERE slot_id IN ?", string(SlotHeld), asAny)
+}
 
 func (r *slotResource) Apply(tx *gorm.DB, op Op) error {
 	var rows []Slot

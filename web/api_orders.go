@@ -20,7 +20,16 @@ type placeOrderBody struct {
 	Freeze      []freezeBody `json:"freeze,omitempty"`
 	ActivityID  string       `json:"activity_id,omitempty"`
 	SlotID      string       `json:"slot_id,omitempty"`
+	Holds       []holdBody   `json:"holds,omitempty"`
 	PayTimeoutS *int64       `json:"pay_timeout_s,omitempty"`
+}
+
+// holdBody is one hold of any registered type; items, coupon_ids, freeze,
+// activity_id and slot_id are shorthands for the built-in types.
+type holdBody struct {
+	Type string `json:"type"`
+	Key  string `json:"key"`
+	Qty  int64  `json:"qty"`
 }
 
 type itemBody struct {
@@ -54,6 +63,9 @@ func decodePlaceOrder(r io.Reader) (models.PlaceRequest, error) {
 			return models.PlaceRequest{}, err
 		}
 		req.Freeze = append(req.Freeze, models.Freeze{Asset: a, Amount: f.Amount})
+	}
+	for _, h := range b.Holds {
+		req.Holds = append(req.Holds, models.HoldRequest{Type: models.ResourceType(h.Type), Key: h.Key, Qty: h.Qty})
 	}
 	if b.PayTimeoutS != nil {
 		// Bounded before the multiplication, which could overflow.

@@ -238,3 +238,31 @@ func TestCloseThenRerun(t *testing.T) {
 		}
 	})
 }
+
+// An order placed with the generic holds list holds what it names, of any
+// type, and its chain shows them.
+func TestPlaceWithHoldsList(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := seedShopAPI(t, b)
+		body := `{"order_no":"o-h","user_id":"u1","holds":[{"type":"inventory","key":"sku-1","qty":2},
+			{"type":"coupon","key":"` + strconv.FormatInt(cp, 10) + `"},{"type":"balance","key":"u1","qty":300},
+			{"type":"slot","key":"seat-1","qty":1}]}`
+		rec := b.call("POST", "/api/v1/orders", body)
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("place = %d %s", rec.Code, rec.Body)
+		}
+		if placed := decodeStrict[placeJSON](t, rec); len(placed.Holds) != 4 {
+			t.Fatalf("placed %d holds, want 4: %+v", len(placed.Holds), placed.Holds)
+		}
+		if sku := must[skuJSON](t, b, http.StatusOK, "GET", "/api/v1/skus/sku-1", ""); sku.Locked != 2 || sku.Available != 8 {
+			t.Fatalf("sku-1 after place = %+v", sku)
+		}
+		if a := must[accountJSON](t, b, http.StatusOK, "GET", "/api/v1/accounts/u1", ""); a.Assets["BALANCE"].Frozen != 300 {
+			t.Fatalf("account after place = %+v", a)
+		}
+		if sl := must[slotJSON](t, b, http.StatusOK, "GET", "/api/v1/slots/seat-1", ""); sl.Status != "HELD" {
+			t.Fatalf("seat-1 after place = %+v", sl)
+		}
+	})
+}

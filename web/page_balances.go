@@ -48,7 +48,7 @@ func (s *server) balanceLedger(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v.Flows = ledgerFlowRows(flows.Flows)
+	v.Flows = s.ledgerFlowRows(flows.Flows)
 	if after != 0 {
 		v.Pager.FirstURL = views.Query("/balances", "user", user, "asset", string(asset))
 	}

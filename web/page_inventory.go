@@ -58,7 +58,7 @@ func (s *server) skuLedger(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.SKUView{SKU: inventoryRow(*sku), Flows: ledgerFlowRows(flows.Flows)}
+	v := views.SKUView{SKU: inventoryRow(*sku), Flows: s.ledgerFlowRows(flows.Flows)}
 	path := "/inventory/" + id
 	if after != 0 {
 		v.Pager.FirstURL = path

@@ -57,7 +57,7 @@ func ledgerUser(c *echo.Context) (string, error) {
 }
 
 // ledgerFlowRows maps counter ledger rows (stock, accounts) to the view.
-func ledgerFlowRows(flows []models.Flow) []views.LedgerFlowRow {
+func (s *server) ledgerFlowRows(flows []models.Flow) []views.LedgerFlowRow {
 	out := make([]views.LedgerFlowRow, 0, len(flows))
 	for _, f := range flows {
 		r := views.LedgerFlowRow{
@@ -68,12 +68,7 @@ func ledgerFlowRows(flows []models.Flow) []views.LedgerFlowRow {
 		if f.OrderNo != nil {
 			r.OrderNo = *f.OrderNo
 		}
-		switch f.ResourceType {
-		case models.ResBalance:
-			r.Asset = string(models.AssetBalance)
-		case models.ResPoints:
-			r.Asset = string(models.AssetPoints)
-		}
+		r.Asset = s.store.Side(f.ResourceType)
 		out = append(out, r)
 	}
 	return out

@@ -98,21 +98,6 @@ func reconURL(f views.ReconFilter, after string) string {
 	return "/recon?" + v.Encode()
 }
 
-// reconKeyURL is the page of a ticket's resource, where it has one.
-func reconKeyURL(t models.ResourceType, key string) string {
-	switch t {
-	case models.ResInventory:
-		return "/inventory/" + url.PathEscape(key)
-	case models.ResCoupon:
-		return views.Query("/coupons", "coupon", key)
-	case models.ResBalance:
-		return views.Query("/balances", "user", key, "asset", string(models.AssetBalance))
-	case models.ResPoints:
-		return views.Query("/balances", "user", key, "asset", string(models.AssetPoints))
-	}
-	return ""
-}
-
 // reconRunRow maps a run to its row.
 func reconRunRow(r models.ReconRun) views.ReconRunRow {
 	return views.ReconRunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, Status: r.Status, Error: r.Error,
@@ -120,8 +105,8 @@ func reconRunRow(r models.ReconRun) views.ReconRunRow {
 }
 
 // reconTicketRow maps a ticket to its row; runs names the runs it was seen in.
-func reconTicketRow(d models.DiffTicket, runs map[int64]models.ReconRun) views.ReconTicketRow {
-	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: reconKeyURL(d.ResourceType, d.BizKey),
+func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.ReconRun) views.ReconTicketRow {
+	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: s.store.KeyPage(d.ResourceType, d.BizKey),
 		Check: d.CheckName, Expected: d.Expected, Actual: d.Actual, Sign: d.Sign, Status: d.Status,
 		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed}
 	for _, no := range strings.Split(d.Orders, ",") {
@@ -198,7 +183,7 @@ func (s *server) reconPage(c *echo.Context) error {
 	}
 	v.Summary = reconSummary(summary)
 	for _, d := range page.Tickets {
-		v.Tickets = append(v.Tickets, reconTicketRow(d, known))
+		v.Tickets = append(v.Tickets, s.reconTicketRow(d, known))
 	}
 	if page.Next != 0 {
 		v.NextURL = reconURL(f, strconv.FormatInt(page.Next, 10))
@@ -309,7 +294,7 @@ func (s *server) reconDiff(c *echo.Context) error {
 	if err := s.reconRunsOf(ctx, []models.DiffTicket{*d}, runs); err != nil {
 		return err
 	}
-	v := views.ReconDiffView{Ticket: reconTicketRow(*d, runs), Note: d.Note, AckedBy: d.AckedBy, AckedAt: d.AckedAt,
+	v := views.ReconDiffView{Ticket: s.reconTicketRow(*d, runs), Note: d.Note, AckedBy: d.AckedBy, AckedAt: d.AckedAt,
 		ResolvedBy: d.ResolvedBy, ResolvedAt: d.ResolvedAt, MaxNote: maxDiffNote,
 		CanAck: d.Status == models.DiffOpen, CanResolve: d.Status == models.DiffOpen || d.Status == models.DiffAcked}
 	if d.AutoClosed {

@@ -111,7 +111,7 @@ func (s *server) dailyReportCSV(c *echo.Context) error {
 	}
 	n := 0
 	err = s.store.EachLedgerRow(c.Request().Context(), from, to, func(f *models.Flow) error {
-		if err := cw.Write(csvRecord(f, p.Loc)); err != nil {
+		if err := cw.Write(csvRecord(f, s.store.Resource(f.ResourceType), p.Loc)); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -136,16 +136,11 @@ func (s *server) dailyReportCSV(c *echo.Context) error {
 // numbers are written as the digits strconv makes, so a negative
 // adjustment stays -5 (a number to a spreadsheet, not a formula) instead
 // of being turned into the text '-5.
-func csvRecord(f *models.Flow, loc *time.Location) []string {
+func csvRecord(f *models.Flow, r models.Resource, loc *time.Location) []string {
 	num := strconv.FormatInt
-	side := ""
-	switch f.ResourceType {
-	case models.ResCoupon:
-		side = f.Owner
-	case models.ResBalance:
-		side = string(models.AssetBalance)
-	case models.ResPoints:
-		side = string(models.AssetPoints)
+	side := f.Owner
+	if side == "" && r != nil {
+		side = r.Side()
 	}
 	orderNo := ""
 	if f.OrderNo != nil {
@@ -153,7 +148,7 @@ func csvRecord(f *models.Flow, loc *time.Location) []string {
 	}
 	rec := []string{csvText(string(f.ResourceType)), num(f.ID, 10), f.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
 		csvText(orderNo), csvText(f.BizKey), csvText(side), csvText(string(f.Type)), csvText(string(f.Trigger)), num(f.Qty, 10)}
-	if f.ResourceType == models.ResCoupon || f.ResourceType == models.ResSlot {
+	if r != nil && r.Kind() == models.KindSingle {
 		// Held one at a time: a status moves, no amounts.
 		rec = append(rec, "", "", "", "", "", "")
 	} else {

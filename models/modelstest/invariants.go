@@ -72,24 +72,14 @@ func checkOrderLedgers(t testing.TB, s *models.Store) {
 		OrderNo, ResourceType, BizKey string
 		Outstanding, Net              int64
 	}
-	sums := []struct {
-		t                       models.ResourceType
-		ledger, key, qty, extra string
-	}{
-		{models.ResInventory, "inventory_flows", "f.sku_id", "f.qty", ""},
-		{models.ResBalance, "account_flows", "f.uid", "f.qty", " AND f.asset = 'BALANCE'"},
-		{models.ResPoints, "account_flows", "f.uid", "f.qty", " AND f.asset = 'POINTS'"},
-		{models.ResQuota, "quota_flows", "f.activity_id", "f.qty", ""},
-		{models.ResCoupon, "coupon_flows", "CAST(f.coupon_id AS TEXT)", "1", ""},
-		{models.ResSlot, "slot_flows", "f.slot_id", "1", ""},
-	}
-	for _, sp := range sums {
+	for _, typ := range s.Types() {
+		sp := s.Resource(typ).Ledger()
 		var rows []row
 		q := fmt.Sprintf(`SELECT h.order_no, h.resource_type, h.biz_key, h.qty - h.released - h.deducted AS outstanding,
 			COALESCE((SELECT SUM(CASE f.type WHEN 'LOCK' THEN %[1]s ELSE -%[1]s END) FROM %[2]s f
 				WHERE f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS net
-			FROM order_holds h WHERE h.resource_type = ?`, sp.qty, sp.ledger, sp.key, sp.extra)
-		if err := s.R.Raw(q, sp.t).Scan(&rows).Error; err != nil {
+			FROM order_holds h WHERE h.resource_type = ?`, sp.Qty, sp.Table, sp.Key, sp.Where)
+		if err := s.R.Raw(q, typ).Scan(&rows).Error; err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
@@ -112,21 +102,21 @@ func CheckLedgerChains(t testing.TB, s *models.Store) {
 		HeldAfter, SpentBefore, SpentAfter  int64
 		CurAvail, CurHeld, CurSpent         int64
 	}
-	specs := []struct{ ledger, key, table, avail, held, spent string }{
-		{"inventory_flows", "sku_id", "inventory", "available", "locked", "sold"},
-		{"account_flows", "uid || '/' || asset", "accounts", "available", "frozen", "spent"},
-		{"quota_flows", "activity_id", "activity_quotas", "available", "locked", "used"},
-	}
-	for _, sp := range specs {
+	for _, typ := range s.Types() {
+		sp := s.Resource(typ).Ledger()
+		if sp.Counter == nil {
+			continue
+		}
+		c := sp.Counter
 		var flows []row
-		q := fmt.Sprintf(`SELECT %s AS key, avail_before, avail_after, held_before, held_after, spent_before, spent_after
-			FROM %s ORDER BY %s, id`, sp.key, sp.ledger, sp.key)
+		q := fmt.Sprintf(`SELECT %[1]s AS key, avail_before, avail_after, held_before, held_after, spent_before, spent_after
+			FROM %[2]s f WHERE 1 = 1%[3]s ORDER BY %[1]s, id`, sp.Key, sp.Table, sp.Where)
 		if err := s.R.Raw(q).Scan(&flows).Error; err != nil {
 			t.Fatal(err)
 		}
 		var cur []row
-		q = fmt.Sprintf("SELECT %s AS key, %s AS cur_avail, %s AS cur_held, %s AS cur_spent FROM %s",
-			sp.key, sp.avail, sp.held, sp.spent, sp.table)
+		q = fmt.Sprintf("SELECT %s AS key, %s AS cur_avail, %s AS cur_held, %s AS cur_spent FROM %s f WHERE 1 = 1%s",
+			sp.Key, c.Avail, c.Held, c.Spent, c.Table, sp.Where)
 		if err := s.R.Raw(q).Scan(&cur).Error; err != nil {
 			t.Fatal(err)
 		}
@@ -134,18 +124,18 @@ func CheckLedgerChains(t testing.TB, s *models.Store) {
 		for _, f := range flows {
 			prev, seen := last[f.Key]
 			if !seen && (f.AvailBefore != 0 || f.HeldBefore != 0 || f.SpentBefore != 0) {
-				t.Fatalf("%s %s: first ledger row starts from %d/%d/%d, not zero", sp.ledger, f.Key, f.AvailBefore, f.HeldBefore, f.SpentBefore)
+				t.Fatalf("%s %s: first ledger row starts from %d/%d/%d, not zero", typ, f.Key, f.AvailBefore, f.HeldBefore, f.SpentBefore)
 			}
 			if seen && (f.AvailBefore != prev.AvailAfter || f.HeldBefore != prev.HeldAfter || f.SpentBefore != prev.SpentAfter) {
-				t.Fatalf("%s %s: a change without a ledger row: %+v follows %+v", sp.ledger, f.Key, f, prev)
+				t.Fatalf("%s %s: a change without a ledger row: %+v follows %+v", typ, f.Key, f, prev)
 			}
 			last[f.Key] = f
 		}
-		for _, c := range cur {
-			l := last[c.Key]
-			if l.AvailAfter != c.CurAvail || l.HeldAfter != c.CurHeld || l.SpentAfter != c.CurSpent {
-				t.Fatalf("%s %s: row holds %d/%d/%d, ledger ends at %d/%d/%d", sp.table, c.Key,
-					c.CurAvail, c.CurHeld, c.CurSpent, l.AvailAfter, l.HeldAfter, l.SpentAfter)
+		for _, r := range cur {
+			l := last[r.Key]
+			if l.AvailAfter != r.CurAvail || l.HeldAfter != r.CurHeld || l.SpentAfter != r.CurSpent {
+				t.Fatalf("%s %s: row holds %d/%d/%d, ledger ends at %d/%d/%d", typ, r.Key,
+					r.CurAvail, r.CurHeld, r.CurSpent, l.AvailAfter, l.HeldAfter, l.SpentAfter)
 			}
 		}
 	}
