@@ -359,8 +359,8 @@ func (c *counter) releaseMany(tx *gorm.DB, ops []Op) error {
 	return nil
 }
 
-// lockMany reads the rows of keys for update, in key order, and returns
-// those it found by key.
+// lockMany reads the rows of keys for update, in key order by bytes, and
+// returns those it found by key.
 func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, error) {
 	var rows []struct {
 		Key                string
@@ -370,8 +370,17 @@ func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, e
 	if c.fixedCol != "" {
 		where, args = where+" AND "+c.fixedCol+" = ?", append(args, c.fixedVal)
 	}
+	// Rows are locked in the order they are sorted in, which must be the
+	// one placing an order locks in (resourceLess, by bytes), not the
+	// database's collation: on PostgreSQL with a collation such as ICU
+	// en-US, "sku-a" would come before "SKU-B", and a batch and a
+	// placement would wait on each other. SQLite compares text by bytes.
+	order := c.key
+	if c.s.Dialect == Postgres {
+		order += ` COLLATE "C"`
+	}
 	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s ORDER BY %s%s",
-		c.key, c.avail, c.held, c.spent, c.table, where, c.key, c.s.forUpdate())
+		c.key, c.avail, c.held, c.spent, c.table, where, order, c.s.forUpdate())
 	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
