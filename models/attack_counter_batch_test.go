@@ -313,6 +313,7 @@ func TestAttackBatchRacesOnICU(t *testing.T) {
 		placed = make(chan string, orders)
 		closed = make(chan string, orders)
 		seq    atomic.Int64
+		done   atomic.Int64 // tasks released by a batch
 	)
 	fail := func(what string, err error) {
 		var be *models.Error
@@ -399,6 +400,9 @@ func TestAttackBatchRacesOnICU(t *testing.T) {
 					results, err := s.ReleaseBatch(ctx, tasks, worker)
 					fail("batch", err)
 					for i, r := range results {
+						if r.Outcome == models.OutcomeDone {
+							done.Add(1)
+						}
 						if r.Class != "" {
 							fail(fmt.Sprintf("task %d of %s", tasks[i].ID, tasks[i].OrderNo), errors.New(r.Err))
 						}
@@ -418,6 +422,10 @@ func TestAttackBatchRacesOnICU(t *testing.T) {
 	workers.Wait()
 	for _, f := range failed {
 		t.Error(f)
+	}
+	t.Logf("batches released %d tasks", done.Load())
+	if done.Load() < orders {
+		t.Errorf("batches released %d tasks, want the race to cover at least %d", done.Load(), orders)
 	}
 	b := bundle{s: s1, ctx: ctx}
 	b.drain(t, "w-last")
