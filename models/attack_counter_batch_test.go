@@ -275,6 +275,51 @@ func TestAttackBatchMixedCounters(t *testing.T) {
 	}
 }
 
+// More tasks of one counter than one ledger insert takes (500 rows), on
+// two keys: the rows go in two inserts, on the fast path, and the first
+// row of the second insert chains on from the last of the first.
+func TestAttackBatchCounterPastOneInsert(t *testing.T) {
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d, models.Options{})
+			for _, sku := range []string{"sku-a", "SKU-B"} {
+				must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 10000, 0, "test"); return err })
+			}
+			const orders = 260
+			var reqs []models.PlaceRequest
+			for i := range orders {
+				reqs = append(reqs, models.PlaceRequest{OrderNo: fmt.Sprintf("o-%03d", i), UserID: "u1",
+					Items: []models.Item{{SkuID: "sku-a", Qty: int64(1 + i%3)}, {SkuID: "SKU-B", Qty: 1}}})
+			}
+			batchShop(t, b, reqs)
+			tasks, err := b.s.ClaimTasks(b.ctx, "w1", 1000, time.Minute)
+			if err != nil || len(tasks) != 2*orders {
+				t.Fatalf("claimed %d tasks (%v), want %d", len(tasks), err, 2*orders)
+			}
+			taken := savepoints(t, b.s)
+			results, err := b.s.ReleaseBatch(b.ctx, tasks, "w1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if taken.Load() != 0 {
+				t.Errorf("the batch took %d savepoints, want its fast path", taken.Load())
+			}
+			for i, r := range results {
+				if r.Outcome != models.OutcomeDone {
+					t.Errorf("%s of %s: %+v, want DONE", tasks[i].BizKey, tasks[i].OrderNo, r)
+				}
+			}
+			modelstest.CheckInvariants(t, b.s)
+			for _, sku := range []string{"sku-a", "SKU-B"} {
+				if got, err := b.s.GetSKU(b.ctx, sku); err != nil || got.Locked != 0 || got.Available != 10000 {
+					t.Errorf("%s = %+v (%v), want all of it back", sku, got, err)
+				}
+			}
+		})
+	}
+}
+
 // Two instances on one PostgreSQL database sorting by ICU collation:
 // placements of several mixed-case SKUs, payments (late ones too), closes,
 // stock changes and reruns race two workers releasing overlapping keys in
