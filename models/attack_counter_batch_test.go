@@ -320,16 +320,34 @@ func TestAttackBatchCounterPastOneInsert(t *testing.T) {
 	}
 }
 
-// Two instances on one PostgreSQL database sorting by ICU collation:
-// placements of several mixed-case SKUs, payments (late ones too), closes,
-// stock changes and reruns race two workers releasing overlapping keys in
-// batches. No transaction fails but for a business reason (no deadlock, no
-// batch that does not commit), and the books balance afterwards.
-func TestAttackBatchRacesOnICU(t *testing.T) {
-	t.Parallel()
-	dsn := icuDSN(t)
+// Two instances on one database (SQLite, PostgreSQL, PostgreSQL sorting
+// by ICU collation): placements of several mixed-case SKUs, payments (late
+// ones too), closes, stock changes and reruns race two workers releasing
+// overlapping keys in batches. No transaction fails but for a business
+// reason (no deadlock, no batch that does not commit), and the books
+// balance afterwards.
+func TestAttackBatchRaces(t *testing.T) {
+	for _, db := range []string{"sqlite", "postgres", "postgres-icu"} {
+		t.Run(db, func(t *testing.T) {
+			t.Parallel()
+			var dsn string
+			switch db {
+			case "sqlite":
+				dsn = modelstest.DSN(t, models.SQLite)
+			case "postgres":
+				dsn = modelstest.DSN(t, models.Postgres)
+			default:
+				dsn = icuDSN(t)
+			}
+			batchRaces(t, dsn)
+		})
+	}
+}
+
+// batchRaces is TestAttackBatchRaces on the database at dsn.
+func batchRaces(t *testing.T, dsn string) {
 	open := func() *models.Store {
-		s, err := models.Open(context.Background(), dsn, models.Options{})
+		s, err := models.Open(context.Background(), dsn, models.Options{BusyTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
