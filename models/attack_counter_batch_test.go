@@ -275,6 +275,54 @@ func TestAttackBatchMixedCounters(t *testing.T) {
 	}
 }
 
+// A key whose held amount covers each of its tasks alone but not their
+// sum (hand-edited down) sends the batch to the savepoint path: the tasks
+// are released in turn until the amount runs out, the rest go MANUAL as
+// LOCKED_SHORT, the other keys' tasks release, and the key's ledger rows
+// start from what the row really held, nothing of the fast path's sums
+// left behind.
+func TestAttackBatchSumShortOfHeld(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for _, sku := range []string{"sku-a", "sku-b"} {
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 10, 0, "test"); return err })
+		}
+		var reqs []models.PlaceRequest
+		for i := range 3 {
+			reqs = append(reqs, models.PlaceRequest{OrderNo: fmt.Sprintf("o-%d", i), UserID: "u1",
+				Items: []models.Item{{SkuID: "sku-a", Qty: 2}, {SkuID: "sku-b", Qty: 1}}})
+		}
+		batchShop(t, b, reqs)
+		must(t, func() error { return b.s.W.Exec("UPDATE inventory SET locked = 3 WHERE sku_id = 'sku-a'").Error })
+		tasks := claimAll(t, b, "w1")
+		results, err := b.s.ReleaseBatch(b.ctx, tasks, "w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]int{}
+		for i, tk := range tasks {
+			got[tk.BizKey+"/"+results[i].Outcome+"/"+string(results[i].Class)]++
+		}
+		want := map[string]int{"sku-a/DONE/": 1, "sku-a/MANUAL/LOCKED_SHORT": 2, "sku-b/DONE/": 3}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("outcomes %v, want %v", got, want)
+		}
+		var rows []struct{ HeldBefore, HeldAfter, AvailBefore, AvailAfter int64 }
+		must(t, func() error {
+			return b.s.R.Raw(`SELECT held_before, held_after, avail_before, avail_after FROM inventory_flows
+				WHERE sku_id = 'sku-a' AND type = 'RELEASE'`).Scan(&rows).Error
+		})
+		if len(rows) != 1 || rows[0].HeldBefore != 3 || rows[0].HeldAfter != 1 || rows[0].AvailBefore != 4 || rows[0].AvailAfter != 6 {
+			t.Fatalf("sku-a RELEASE rows %+v, want one from 3 held to 1", rows)
+		}
+		if sku, err := b.s.GetSKU(b.ctx, "sku-a"); err != nil || sku.Locked != 1 || sku.Available != 6 {
+			t.Fatalf("sku-a = %+v (%v), want 1 locked and 6 available", sku, err)
+		}
+		if sku, err := b.s.GetSKU(b.ctx, "sku-b"); err != nil || sku.Locked != 0 || sku.Available != 10 {
+			t.Fatalf("sku-b = %+v (%v), want all of it back", sku, err)
+		}
+	})
+}
+
 // More tasks of one counter than one ledger insert takes (500 rows), on
 // two keys: the rows go in two inserts, on the fast path, and the first
 // row of the second insert chains on from the last of the first.
