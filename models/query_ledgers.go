@@ -519,37 +519,24 @@ type LedgerTotal struct {
 	Qty      int64
 }
 
-// ledgerSources are the ledgers a day's CSV reads, each as the columns of
-// a Flow; the caller adds the time range, read through created_at indexes.
-var ledgerSources = []struct {
-	table, cols string
-}{
-	{"inventory_flows", `'inventory' AS resource, '' AS owner, sku_id AS biz_key, qty,
-		avail_before, avail_after, held_before, held_after, spent_before, spent_after, '' AS status_before, '' AS status_after`},
-	{"coupon_flows", `'coupon' AS resource, owner, CAST(coupon_id AS TEXT) AS biz_key, 1 AS qty,
-		0 AS avail_before, 0 AS avail_after, 0 AS held_before, 0 AS held_after, 0 AS spent_before, 0 AS spent_after, status_before, status_after`},
-	{"account_flows", `CASE asset WHEN 'POINTS' THEN 'points' ELSE 'balance' END AS resource, '' AS owner, uid AS biz_key, qty,
-		avail_before, avail_after, held_before, held_after, spent_before, spent_after, '' AS status_before, '' AS status_after`},
-	{"quota_flows", `'quota' AS resource, '' AS owner, activity_id AS biz_key, qty,
-		avail_before, avail_after, held_before, held_after, spent_before, spent_after, '' AS status_before, '' AS status_after`},
-	{"slot_flows", `'slot' AS resource, '' AS owner, slot_id AS biz_key, 1 AS qty,
-		0 AS avail_before, 0 AS avail_after, 0 AS held_before, 0 AS held_after, 0 AS spent_before, 0 AS spent_after, status_before, status_after`},
+// flowColumns are the columns of a Flow after its id, order_no, type,
+// trigger_type, actor and created_at, read from the ledger rows of type t
+// (alias f) as l describes them; the first is the type, bound.
+func flowColumns(l LedgerSpec) string {
+	cols := "CAST(? AS TEXT) AS resource, " + ownerColumn(l) + " AS owner, " + l.Key + " AS biz_key, " + l.Qty + " AS qty, "
+	if l.Counter != nil {
+		return cols + `f.avail_before, f.avail_after, f.held_before, f.held_after, f.spent_before, f.spent_after,
+			'' AS status_before, '' AS status_after`
+	}
+	return cols + `0 AS avail_before, 0 AS avail_after, 0 AS held_before, 0 AS held_after, 0 AS spent_before, 0 AS spent_after,
+		f.status_before, f.status_after`
 }
 
-// ledgerTotals are the grouped sums of one day of each ledger. Every
-// column they read is in the ledger's created_at index, so a day is summed
-// from the index alone.
-var ledgerTotals = []string{
-	`SELECT 'inventory' AS resource, '' AS owner, type, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS qty
-		FROM inventory_flows WHERE created_at >= ? AND created_at < ? GROUP BY type`,
-	`SELECT 'coupon' AS resource, owner, type, COUNT(*) AS n, COUNT(*) AS qty
-		FROM coupon_flows WHERE created_at >= ? AND created_at < ? GROUP BY owner, type`,
-	`SELECT CASE asset WHEN 'POINTS' THEN 'points' ELSE 'balance' END AS resource, '' AS owner, type, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS qty
-		FROM account_flows WHERE created_at >= ? AND created_at < ? GROUP BY asset, type`,
-	`SELECT 'quota' AS resource, '' AS owner, type, COUNT(*) AS n, COALESCE(SUM(qty), 0) AS qty
-		FROM quota_flows WHERE created_at >= ? AND created_at < ? GROUP BY type`,
-	`SELECT 'slot' AS resource, '' AS owner, type, COUNT(*) AS n, COUNT(*) AS qty
-		FROM slot_flows WHERE created_at >= ? AND created_at < ? GROUP BY type`,
+func ownerColumn(l LedgerSpec) string {
+	if l.Owner == "" {
+		return "''"
+	}
+	return l.Owner
 }
 
 // LedgerTotals counts and sums every ledger's rows written in [from, to)
@@ -557,10 +544,20 @@ var ledgerTotals = []string{
 func (s *Store) LedgerTotals(ctx context.Context, from, to time.Time) ([]LedgerTotal, error) {
 	db := s.R.WithContext(ctx)
 	var out []LedgerTotal
-	for _, q := range ledgerTotals {
+	for _, t := range s.types {
+		l := s.resources[t].Ledger()
+		group := "f.type"
+		if l.Owner != "" {
+			group = l.Owner + ", f.type"
+		}
+		// Every column read is in the ledger's created_at index, so a day
+		// is summed from the index alone.
+		q := `SELECT CAST(? AS TEXT) AS resource, ` + ownerColumn(l) + ` AS owner, f.type, COUNT(*) AS n,
+			COALESCE(SUM(` + l.Qty + `), 0) AS qty
+			FROM ` + l.Table + ` f WHERE f.created_at >= ? AND f.created_at < ?` + l.Where + ` GROUP BY ` + group
 		var rows []LedgerTotal
-		if err := db.Raw(q, from.UTC(), to.UTC()).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("ledger totals: %w", err)
+		if err := db.Raw(q, t, from.UTC(), to.UTC()).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("ledger totals of %s: %w", t, err)
 		}
 		out = append(out, rows...)
 	}
@@ -568,22 +565,22 @@ func (s *Store) LedgerTotals(ctx context.Context, from, to time.Time) ([]LedgerT
 }
 
 // EachLedgerRow calls fn with every ledger row written in [from, to),
-// ledger by ledger and in time order within each, reading row by row so a
-// day of a big shop never sits in memory. Coupon rows carry their owner;
-// account rows say their asset by their ResourceType (balance, points).
+// type by type, in time order within each, reading row by row so a
+// day of a big shop never sits in memory. Coupon rows carry their owner.
 func (s *Store) EachLedgerRow(ctx context.Context, from, to time.Time, fn func(*Flow) error) error {
 	db := s.R.WithContext(ctx)
-	for _, src := range ledgerSources {
-		if err := eachFlow(db, src.table, src.cols, from.UTC(), to.UTC(), fn); err != nil {
-			return fmt.Errorf("rows of %s: %w", src.table, err)
+	for _, t := range s.types {
+		if err := eachFlow(db, t, s.resources[t].Ledger(), from.UTC(), to.UTC(), fn); err != nil {
+			return fmt.Errorf("rows of %s: %w", t, err)
 		}
 	}
 	return nil
 }
 
-func eachFlow(db *gorm.DB, table, cols string, from, to time.Time, fn func(*Flow) error) error {
-	rows, err := db.Raw(`SELECT id, order_no, type, trigger_type, actor, created_at, `+cols+` FROM `+table+`
-		WHERE created_at >= ? AND created_at < ? ORDER BY created_at, id`, from, to).Rows()
+func eachFlow(db *gorm.DB, t ResourceType, l LedgerSpec, from, to time.Time, fn func(*Flow) error) error {
+	rows, err := db.Raw(`SELECT f.id, f.order_no, f.type, f.trigger_type, f.actor, f.created_at, `+flowColumns(l)+`
+		FROM `+l.Table+` f WHERE f.created_at >= ? AND f.created_at < ?`+l.Where+` ORDER BY f.created_at, f.id`,
+		t, from, to).Rows()
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,9 @@ const (
 // column and narrowed by the same condition.
 type LedgerSpec struct {
 	Table, Key, Qty, Where string
-	Counter                *CounterSpec
+	// Owner is the column of a row's cost bearer (a coupon's), or "".
+	Owner   string
+	Counter *CounterSpec
 }
 
 // CounterSpec names a counter's table and its three columns.
