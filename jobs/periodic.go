@@ -207,7 +207,8 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 	if err != nil {
 		return "", err
 	}
-	order := func(r models.ResourceType) int { return slices.Index(models.ResourceTypes, r) }
+	types := s.Types()
+	order := func(r models.ResourceType) int { return slices.Index(types, r) }
 	slices.SortFunc(totals, func(a, b models.LedgerTotal) int {
 		if c := order(a.Resource) - order(b.Resource); c != 0 {
 			return c
@@ -231,7 +232,7 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 		fmt.Fprintf(&detail, "\n%s %s: %d rows, qty %d", name, t.Type, t.Rows, t.Qty)
 	}
 	var parts []string
-	for _, r := range models.ResourceTypes {
+	for _, r := range types {
 		if n := byResource[r]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", r, n))
 		}

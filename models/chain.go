@@ -95,7 +95,7 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 		c.Tasks = append(c.Tasks, ChainTask{ReleaseTask: t, AttemptLog: append([]TaskAttempt{}, byTask[t.ID]...)})
 	}
 	c.Flows = []Flow{}
-	for _, t := range ResourceTypes {
+	for _, t := range s.types {
 		fs, err := s.resources[t].Flows(db, orderNo)
 		if err != nil {
 			return nil, err
@@ -103,8 +103,8 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 		c.Flows = append(c.Flows, fs...)
 	}
 	sort.SliceStable(c.Flows, func(i, j int) bool { return c.Flows[i].CreatedAt.Before(c.Flows[j].CreatedAt) })
-	targets := make([]string, 0, len(ResourceTypes))
-	for _, t := range ResourceTypes {
+	targets := make([]string, 0, len(s.types))
+	for _, t := range s.types {
 		targets = append(targets, "order:"+orderNo+"/"+string(t))
 	}
 	if err := db.Where("target IN ?", targets).Order("id").Find(&c.Audit).Error; err != nil {
@@ -131,7 +131,7 @@ func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 // resource, key and check.
 func (s *Store) reconcile(ctx context.Context, tx *gorm.DB) ([]Diff, error) {
 	var all []Diff
-	for _, t := range ResourceTypes {
+	for _, t := range s.types {
 		d, err := s.resources[t].Reconcile(ctx, tx)
 		if err != nil {
 			return nil, err

@@ -70,9 +70,9 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if len(statuses) == 0 {
 		statuses = DiffStatuses
 	}
-	resources := ResourceTypes
+	resources := s.Types()
 	if q.Resource != "" {
-		if _, err := ParseResourceType(string(q.Resource)); err != nil {
+		if _, err := s.ParseType(string(q.Resource)); err != nil {
 			return DiffPage{}, err
 		}
 		resources = []ResourceType{q.Resource}
@@ -119,7 +119,7 @@ type DiffSummary struct {
 }
 
 // OpenDiffSummary counts the OPEN and ACKED tickets by resource and sign,
-// in the order of ResourceTypes, positive before negative. It reads only
+// in the registry's order of types, positive before negative. It reads only
 // the unresolved part of the status index.
 func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
 	type row struct {
@@ -157,12 +157,12 @@ func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
 		out = append(out, *d)
 	}
 	rank := func(t ResourceType) int {
-		for i, rt := range ResourceTypes {
+		for i, rt := range s.types {
 			if rt == t {
 				return i
 			}
 		}
-		return len(ResourceTypes)
+		return len(s.types)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if a, b := rank(out[i].Resource), rank(out[j].Resource); a != b {

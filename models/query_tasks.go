@@ -53,10 +53,8 @@ func (f TaskFilter) Validate() error {
 			return err
 		}
 	}
-	if f.Type != "" {
-		if _, err := ParseResourceType(string(f.Type)); err != nil {
-			return err
-		}
+	if f.Type != "" && !ValidTypeName(string(f.Type)) {
+		return fmt.Errorf("%w: %q is not a resource type name", ErrInvalid, f.Type)
 	}
 	if f.Class != "" {
 		if _, err := ParseErrorClass(string(f.Class)); err != nil {
@@ -173,7 +171,7 @@ type TaskPage struct {
 // index, (status, created_at, id) or (resource_type, status, created_at,
 // id), and the pages merged, so no query sorts more than a page.
 func (s *Store) ListTasks(ctx context.Context, f TaskFilter, after Cursor, oldestFirst bool, limit int) (TaskPage, error) {
-	if err := f.Validate(); err != nil {
+	if err := s.checkFilter(f); err != nil {
 		return TaskPage{}, err
 	}
 	if limit <= 0 || limit > 500 {
@@ -262,6 +260,19 @@ var (
 	ErrBulkRerunStatus = fmt.Errorf("%w: only RETRY and MANUAL tasks can be rerun (and of due tasks only RETRY ones)", ErrInvalid)
 )
 
+// checkFilter is Validate, and the type, when named, is in the registry.
+func (s *Store) checkFilter(f TaskFilter) error {
+	if err := f.Validate(); err != nil {
+		return err
+	}
+	if f.Type != "" {
+		if _, err := s.ParseType(string(f.Type)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // rerunFilter checks a bulk rerun's filter: exactly one resource type, and
 // statuses among RETRY and MANUAL (both when none is named). It returns the
 // statuses the rerun touches.
@@ -303,6 +314,9 @@ func (f TaskFilter) OffersBulkRerun() bool {
 // due now. The filter must name one resource type; it counts RETRY and
 // MANUAL tasks only.
 func (s *Store) CountRerunnable(ctx context.Context, f TaskFilter) (int64, error) {
+	if err := s.checkFilter(f); err != nil {
+		return 0, err
+	}
 	statuses, err := f.rerunFilter()
 	if err != nil {
 		return 0, err
@@ -337,6 +351,9 @@ func BulkRerunTarget(f TaskFilter) string {
 // one refused audit row and nothing else. It returns how many tasks it
 // made due.
 func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason string, expected int64) (int64, error) {
+	if err := s.checkFilter(f); err != nil {
+		return 0, err
+	}
 	statuses, err := f.rerunFilter()
 	if err != nil {
 		return 0, err

@@ -219,8 +219,8 @@ func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, err
 	if err != nil {
 		return nil, fmt.Errorf("count open diffs: %w", err)
 	}
-	out := make(map[ResourceType]int64, len(ResourceTypes))
-	for _, t := range ResourceTypes {
+	out := make(map[ResourceType]int64, len(s.types))
+	for _, t := range s.types {
 		out[t] = 0
 	}
 	for _, r := range rows {

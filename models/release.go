@@ -768,7 +768,7 @@ const rerunSet = `status = 'PENDING', next_at = ?, failures = 0, trigger_type = 
 // the worker does, and the ledger's unique key still decides. It returns how
 // many tasks it made due, or ErrNothingToRerun.
 func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor, reason string) (int64, error) {
-	if _, err := ParseResourceType(string(t)); err != nil {
+	if _, err := s.ParseType(string(t)); err != nil {
 		return 0, err
 	}
 	reason, err := RerunReason(reason)

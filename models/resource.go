@@ -142,6 +142,14 @@ func newRegistry(s *Store) (map[ResourceType]Resource, []ResourceType) {
 // taken.
 func (s *Store) Types() []ResourceType { return slices.Clone(s.types) }
 
+// ParseType accepts the name of a type in the registry.
+func (s *Store) ParseType(name string) (ResourceType, error) {
+	if _, ok := s.resources[ResourceType(name)]; ok {
+		return ResourceType(name), nil
+	}
+	return "", fmt.Errorf("%w: unknown resource type %q", ErrInvalid, name)
+}
+
 // KeyPage is the dashboard's page of one key of type t, or "" when it has
 // none or t is unknown.
 func (s *Store) KeyPage(t ResourceType, key string) string {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"fmt"
+	"regexp"
 	"time"
 )
 
@@ -55,7 +56,14 @@ const (
 // ResourceTypes lists every resource type in the order holds are taken.
 var ResourceTypes = []ResourceType{ResInventory, ResCoupon, ResBalance, ResPoints, ResQuota, ResSlot}
 
-// ParseResourceType accepts a resource type name.
+var typeNamePattern = regexp.MustCompile(`^[a-z][a-z0-9_]{1,31}$`)
+
+// ValidTypeName tells whether s may name a resource type: 2 to 32
+// lowercase letters, digits or underscores, a letter first. Whether a type
+// of that name exists is the registry's to say (Store.ParseType).
+func ValidTypeName(s string) bool { return typeNamePattern.MatchString(s) }
+
+// ParseResourceType accepts the name of a built-in resource type.
 func ParseResourceType(s string) (ResourceType, error) {
 	for _, t := range ResourceTypes {
 		if string(t) == s {

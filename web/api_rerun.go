@@ -52,7 +52,7 @@ func (s *server) rerun(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	typ, err := models.ParseResourceType(c.Param("type"))
+	typ, err := s.store.ParseType(c.Param("type"))
 	if err != nil {
 		return err
 	}

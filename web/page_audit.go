@@ -73,7 +73,7 @@ func (s *server) auditPage(c *echo.Context) error {
 	}
 	for _, e := range rows {
 		v.Rows = append(v.Rows, views.AuditRow{ID: e.ID, At: e.CreatedAt, Actor: e.Actor, Role: e.Role, Action: e.Action,
-			Target: e.Target, TargetURL: auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
+			Target: e.Target, TargetURL: s.auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
 			IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent})
 	}
 	filter := []string{"actor", v.Actor, "action", v.Action, "target", v.Target, "from", v.From, "to", v.To}
@@ -88,7 +88,7 @@ func (s *server) auditPage(c *echo.Context) error {
 
 // auditTargetURL links an audit target to its page, when it has one that
 // the viewer may open.
-func auditTargetURL(target string, admin bool) string {
+func (s *server) auditTargetURL(target string, admin bool) string {
 	kind, rest, _ := strings.Cut(target, ":")
 	switch kind {
 	case "order":
@@ -105,7 +105,7 @@ func auditTargetURL(target string, admin bool) string {
 		typ, query, _ := strings.Cut(rest, "?")
 		if v, err := url.ParseQuery(query); err == nil {
 			v.Set("type", typ)
-			if f, err := parseTaskFilter(v); err == nil {
+			if f, err := s.parseTaskFilter(v); err == nil {
 				return tasksURL("/tasks", f)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -137,19 +138,18 @@ func (s *server) orderChain(c *echo.Context) error {
 	if err != nil {
 		return s.orderNotFound(c, no, err)
 	}
-	v := chainView(ch, diffs)
+	v := s.chainView(ch, diffs)
 	v.Print = c.QueryParam("print") != ""
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 
-// resourceTypeRank orders resource types as models.ResourceTypes lists them.
-func resourceTypeRank(t models.ResourceType) int {
-	for i, rt := range models.ResourceTypes {
-		if rt == t {
-			return i
-		}
+// resourceTypeRank orders resource types as the registry lists them.
+func (s *server) resourceTypeRank(t models.ResourceType) int {
+	types := s.store.Types()
+	if i := slices.Index(types, t); i >= 0 {
+		return i
 	}
-	return len(models.ResourceTypes)
+	return len(types)
 }
 
 // rerunnableStatus tells the task statuses a rerun makes due again.
@@ -158,7 +158,7 @@ func rerunnableStatus(st models.TaskStatus) bool {
 }
 
 // chainView maps an order's chain and its keys' reconciliation to the page.
-func chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
+func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 	o := ch.Order
 	v := views.ChainView{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status), CloseReason: o.CloseReason,
 		ChannelTxnID: o.ChannelTxnID, Note: o.Note, LatePaid: o.LatePaid, Created: o.CreatedAt,
@@ -191,7 +191,7 @@ func chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 	}
 	holds := append([]models.Hold{}, ch.Holds...)
 	sort.SliceStable(holds, func(i, j int) bool {
-		if a, b := resourceTypeRank(holds[i].ResourceType), resourceTypeRank(holds[j].ResourceType); a != b {
+		if a, b := s.resourceTypeRank(holds[i].ResourceType), s.resourceTypeRank(holds[j].ResourceType); a != b {
 			return a < b
 		}
 		return holds[i].BizKey < holds[j].BizKey
@@ -212,7 +212,7 @@ func chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 		}
 		v.Resources = append(v.Resources, r)
 	}
-	for _, t := range models.ResourceTypes {
+	for _, t := range s.store.Types() {
 		if n := rerunCount[t]; n > 0 {
 			v.Reruns = append(v.Reruns, views.ChainRerun{Type: string(t), Tasks: n})
 		}
@@ -293,12 +293,12 @@ func chainTimeline(ch *models.Chain) []views.ChainEvent {
 }
 
 // rerunTarget reads the order number and resource type of a rerun route.
-func rerunTarget(c *echo.Context) (string, models.ResourceType, error) {
+func (s *server) rerunTarget(c *echo.Context) (string, models.ResourceType, error) {
 	no, err := orderNoParam(c)
 	if err != nil {
 		return "", "", err
 	}
-	typ, err := models.ParseResourceType(c.Param("type"))
+	typ, err := s.store.ParseType(c.Param("type"))
 	if err != nil {
 		return "", "", err
 	}
@@ -309,7 +309,7 @@ func rerunTarget(c *echo.Context) (string, models.ResourceType, error) {
 // anything changes, what the rerun would make due and whether the ledger
 // would stop it; 409 when there is nothing to rerun.
 func (s *server) rerunPreview(c *echo.Context) error {
-	no, typ, err := rerunTarget(c)
+	no, typ, err := s.rerunTarget(c)
 	if err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ const maxRerunFormBytes = 64 << 10
 // parses and checks the input and maps the answer: models.Rerun does the
 // compare-and-set, so a double click or a race finds nothing to rerun.
 func (s *server) rerunSubmit(c *echo.Context) error {
-	no, typ, err := rerunTarget(c)
+	no, typ, err := s.rerunTarget(c)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ var defaultDiffStatuses = []string{models.DiffOpen, models.DiffAcked}
 // parseReconFilter reads the ticket list's filter: status (repeatable;
 // OPEN and ACKED when absent), resource, sign (1 or -1) and after (the
 // keyset: the last ticket id shown).
-func parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQuery, error) {
+func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQuery, error) {
 	var f views.ReconFilter
 	dq := models.DiffQuery{Limit: models.DiffPageSize}
 	for _, v := range q["status"] {
@@ -52,7 +52,7 @@ func parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQuery, error)
 	}
 	dq.Statuses = f.Statuses
 	if v := q.Get("resource"); v != "" {
-		t, err := models.ParseResourceType(v)
+		t, err := s.store.ParseType(v)
 		if err != nil {
 			return f, dq, err
 		}
@@ -147,7 +147,7 @@ func (s *server) reconRunsOf(ctx context.Context, tickets []models.DiffTicket, k
 // reconPage is GET /recon: the last runs, the unresolved tickets by
 // resource and sign, and one page of the ticket list.
 func (s *server) reconPage(c *echo.Context) error {
-	f, dq, err := parseReconFilter(c.QueryParams())
+	f, dq, err := s.parseReconFilter(c.QueryParams())
 	if err != nil {
 		return err
 	}
@@ -172,7 +172,7 @@ func (s *server) reconPage(c *echo.Context) error {
 		return err
 	}
 	v := views.ReconView{Filter: f, StatusOptions: models.DiffStatuses, Tickets: make([]views.ReconTicketRow, 0, len(page.Tickets))}
-	for _, t := range models.ResourceTypes {
+	for _, t := range s.store.Types() {
 		v.ResourceOptions = append(v.ResourceOptions, string(t))
 	}
 	for _, r := range runs {

@@ -17,7 +17,7 @@ import (
 
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, due.
-func parseTaskFilter(q url.Values) (models.TaskFilter, error) {
+func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 	var f models.TaskFilter
 	for _, v := range q["status"] {
 		if v == "" {
@@ -30,7 +30,7 @@ func parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 		f.Statuses = append(f.Statuses, st)
 	}
 	if v := q.Get("type"); v != "" {
-		t, err := models.ParseResourceType(v)
+		t, err := s.store.ParseType(v)
 		if err != nil {
 			return f, err
 		}
@@ -113,7 +113,7 @@ func taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, err := parseTaskFilter(q)
+	f, err := s.parseTaskFilter(q)
 	if err != nil {
 		return err
 	}
@@ -137,7 +137,7 @@ func (s *server) tasksList(c *echo.Context) error {
 	for _, st := range models.TaskStatuses {
 		v.StatusOptions = append(v.StatusOptions, string(st))
 	}
-	for _, t := range models.ResourceTypes {
+	for _, t := range s.store.Types() {
 		v.TypeOptions = append(v.TypeOptions, string(t))
 	}
 	for _, cl := range models.ErrorClasses {
@@ -202,7 +202,7 @@ func (s *server) bulkRerunRefused(c *echo.Context, f models.TaskFilter, err erro
 // bulkRerunPreview says how many RETRY/MANUAL tasks of one type a rerun
 // with this filter would make due, and asks for a reason.
 func (s *server) bulkRerunPreview(c *echo.Context) error {
-	f, err := parseTaskFilter(c.QueryParams())
+	f, err := s.parseTaskFilter(c.QueryParams())
 	if err != nil {
 		return err
 	}
@@ -256,7 +256,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 		return invalidf("could not read the form: %v", err)
 	}
 	form := c.Request().PostForm
-	f, err := parseTaskFilter(form)
+	f, err := s.parseTaskFilter(form)
 	if err != nil {
 		return err
 	}
