@@ -76,6 +76,10 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For names
 	// the client; with none, the client is the connection's address.
 	TrustedProxies []*net.IPNet
+
+	// Resources are the resource types declared in the resources file
+	// (docs/resources-file.md), in the file's order; nil: none.
+	Resources []DeclaredResource
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -132,6 +136,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
 	tz := text("tz", "UNHOLD_TZ", "Asia/Shanghai", "time zone of dashboard times until a browser tells its own (IANA name)")
+	resources := text("resources", "UNHOLD_RESOURCES", "",
+		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -249,6 +255,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, tz.errorf("an IANA time zone name such as Asia/Shanghai or UTC")
 	}
 	cfg.TZ = tz.value
+	if cfg.Resources, err = declared(resources, getenv); err != nil {
+		return Config{}, err
+	}
 	return cfg, nil
 }
 
