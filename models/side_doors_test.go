@@ -73,7 +73,7 @@ func withEveryFlow(t *testing.T, b bundle) {
 	_, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-1", cp))
 	must(t, func() error { return err })
 	// No declared type is placed yet, so the declared counters' ledger
-	// (00017, unless the test stopped migrating before it) gets its two
+	// (00018, unless the test stopped migrating before it) gets its two
 	// rows as the generic counter writes them.
 	if !b.s.W.Migrator().HasTable("declared_counter_flows") {
 		return
