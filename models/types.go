@@ -211,6 +211,8 @@ const (
 	ClassUnknown        ErrorClass = "UNKNOWN"
 	ClassCrashed        ErrorClass = "CRASHED"
 	ClassRetryExhausted ErrorClass = "RETRY_EXHAUSTED"
+	ClassRemoteBusy     ErrorClass = "REMOTE_BUSY"     // a remote service answered 408, 425, 429 or 5xx
+	ClassRemoteRejected ErrorClass = "REMOTE_REJECTED" // a remote service refused the call (any other 4xx): permanent
 )
 
 // Attempt outcomes, one per try of a task.

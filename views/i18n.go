@@ -103,6 +103,8 @@ var commonText = text{
 	"class.UNKNOWN":         {"未知错误", "UNKNOWN"},
 	"class.CRASHED":         {"执行崩溃", "CRASHED"},
 	"class.RETRY_EXHAUSTED": {"重试耗尽", "RETRY_EXHAUSTED"},
+	"class.REMOTE_BUSY":     {"远程服务繁忙", "REMOTE_BUSY"},
+	"class.REMOTE_REJECTED": {"远程服务拒绝", "REMOTE_REJECTED"},
 
 	"code.UNUSED":  {"未使用", "UNUSED"},
 	"code.LOCKED":  {"已锁定", "LOCKED"},
