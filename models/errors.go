@@ -57,6 +57,14 @@ var (
 	errLeaseLost     = errors.New("lease lost: another worker owns the task or it is finished")
 )
 
+// classified is an error that knows its class and whether the retry
+// schedule applies to it, as a remote service's answer does (remote.Error).
+type classified interface {
+	error
+	ErrorClass() string
+	Retryable() bool
+}
+
 // classOf maps a release failure to its class and whether a retry may help.
 func classOf(err error) (ErrorClass, bool) {
 	switch {
@@ -72,6 +80,10 @@ func classOf(err error) (ErrorClass, bool) {
 	var te *TransientError
 	if errors.As(err, &te) {
 		return te.Class, true
+	}
+	var ce classified
+	if errors.As(err, &ce) {
+		return ErrorClass(ce.ErrorClass()), ce.Retryable()
 	}
 	if IsBusy(err) {
 		return ClassDBBusy, true

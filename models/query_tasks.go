@@ -25,7 +25,8 @@ func ParseErrorClass(s string) (ErrorClass, error) {
 
 // ErrorClasses lists every failure class, permanent ones first.
 var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound,
-	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted}
+	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted,
+	ClassRemoteBusy, ClassRemoteRejected}
 
 // TaskStatuses lists every task status.
 var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
