@@ -55,6 +55,9 @@ type Options struct {
 	Logger    *slog.Logger
 	ReadConns int
 	Throttle  ThrottlePolicy // login throttling; zero fields are the defaults
+	// Declared are the counter types a shop declares in its resources file,
+	// registered after the built-in ones.
+	Declared []DeclaredType
 	// BusyTimeout is how long a SQLite statement waits for another
 	// connection's write lock before it fails as busy; zero is
 	// DefaultBusyTimeout.
@@ -79,7 +82,8 @@ type Store struct {
 	log       *slog.Logger
 	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
-	types     []ResourceType // the registry's types, in the order holds are taken
+	types     []ResourceType         // the registry's types, in the order holds are taken
+	labels    map[ResourceType]Label // the declared types' names
 	// hashSlots bounds the argon2id hashes running at once: each takes
 	// 19 MiB and a core for tens of milliseconds, so a burst of logins must
 	// queue instead of exhausting memory.
@@ -186,7 +190,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		rdb.SetMaxOpenConns(n)
 		s.W, s.R = w, r
 	}
-	s.resources, s.types = newRegistry(s)
+	reg, types, err := newRegistry(s, opt.Declared)
+	if err != nil {
+		return nil, err
+	}
+	s.resources, s.types = reg, types
 	return s, nil
 }
 

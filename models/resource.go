@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -120,7 +121,21 @@ const (
 	CheckLedgerStatus = "LEDGER_STATUS"
 )
 
-func newRegistry(s *Store) (map[ResourceType]Resource, []ResourceType) {
+// Label is a declared type's name as people read it, in the dashboard's
+// two languages.
+type Label struct{ Zh, En string }
+
+// DeclaredType is a counter type a shop declares instead of coding it
+// (docs/resources-file.md): its name and its label.
+type DeclaredType struct {
+	Type  ResourceType
+	Label Label
+}
+
+// newRegistry registers the built-in types, then the declared ones, and
+// sets s.labels. A declared type must be a valid name that no other type
+// has.
+func newRegistry(s *Store, declared []DeclaredType) (map[ResourceType]Resource, []ResourceType, error) {
 	rs := []Resource{
 		inventoryResource(s),
 		&couponResource{s: s},
@@ -129,14 +144,29 @@ func newRegistry(s *Store) (map[ResourceType]Resource, []ResourceType) {
 		quotaResource(s),
 		&slotResource{s: s},
 	}
+	s.labels = map[ResourceType]Label{}
+	for _, d := range declared {
+		if !ValidTypeName(string(d.Type)) {
+			return nil, nil, fmt.Errorf("%w: declared resource type %q is not a type name", ErrInvalid, d.Type)
+		}
+		rs = append(rs, declaredCounter(s, d.Type))
+		s.labels[d.Type] = d.Label
+	}
 	m := make(map[ResourceType]Resource, len(rs))
 	types := make([]ResourceType, len(rs))
 	for i, r := range rs {
+		if _, dup := m[r.Type()]; dup {
+			return nil, nil, fmt.Errorf("%w: resource type %q registered twice", ErrInvalid, r.Type())
+		}
 		m[r.Type()] = r
 		types[i] = r.Type()
 	}
-	return m, types
+	return m, types, nil
 }
+
+// Labels are the names of the declared types, by type; a built-in type's
+// name is in the dashboard's catalog.
+func (s *Store) Labels() map[ResourceType]Label { return maps.Clone(s.labels) }
 
 // Types lists the resource types of the registry, in the order holds are
 // taken.

@@ -31,6 +31,9 @@ type counter struct {
 	page func(key string) string
 	// maxQty bounds what one order may hold of one key.
 	maxQty int64
+	// side is the second key every row carries, as people see it (an
+	// account's asset), or "".
+	side string
 }
 
 type counterRow struct {
@@ -43,7 +46,7 @@ func (c *counter) Kind() ResourceKind { return KindCounter }
 
 func (c *counter) MaxQty() int64 { return c.maxQty }
 
-func (c *counter) Side() string { return c.fixedVal }
+func (c *counter) Side() string { return c.side }
 
 func (c *counter) Page(key string) string {
 	if c.page == nil {

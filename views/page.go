@@ -44,6 +44,9 @@ type Page struct {
 	User   string // signed-in user's name (or API token name); "" on the login page
 	Role   string // "viewer", "operator" or "admin"; "" when nobody is signed in
 	CSRF   string // the CSRF token every POST form carries in a hidden field named "_csrf"
+	// Labels name the codes the catalog does not know (the shop's
+	// declared resource types), in Chinese and English.
+	Labels map[string][2]string
 }
 
 // Roles, weakest first: each can do all the one before it can.
@@ -88,6 +91,12 @@ func (p Page) Code(code string) string {
 	}
 	if _, ok := catalog["code."+code]; ok {
 		return p.T("code." + code)
+	}
+	if l, ok := p.Labels[code]; ok {
+		if p.Lang == LangEN {
+			return l[1]
+		}
+		return l[0]
 	}
 	return code
 }

@@ -60,6 +60,7 @@ type server struct {
 	sched   *jobs.Scheduler
 	metrics *jobs.Metrics
 	latency *models.LatencyCache // the overview's close→released quantiles
+	labels  map[string][2]string // the declared resource types' names, zh and en
 
 	sessions     models.SessionPolicy
 	metricsToken string
@@ -92,6 +93,10 @@ func New(d Deps) *echo.Echo {
 		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true
+	}
+	s.labels = map[string][2]string{}
+	for t, l := range d.Store.Labels() {
+		s.labels[string(t)] = [2]string{l.Zh, l.En}
 	}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,

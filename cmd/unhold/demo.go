@@ -32,7 +32,11 @@ func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog
 		return nil
 	}
 	start := time.Now()
-	st, err := demoShop(ctx, cfg.DB, storeOptions(cfg, log), demoOrders, time.Now(), log)
+	opt, err := storeOptions(cfg, log)
+	if err != nil {
+		return err
+	}
+	st, err := demoShop(ctx, cfg.DB, opt, demoOrders, time.Now(), log)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // openStore opens and migrates the configured database.
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*models.Store, error) {
-	s, err := models.Open(ctx, cfg.DB, storeOptions(cfg, log))
+	opt, err := storeOptions(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	s, err := models.Open(ctx, cfg.DB, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -130,11 +134,22 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 	return s, nil
 }
 
-func storeOptions(cfg config.Config, log *slog.Logger) models.Options {
-	return models.Options{
+// storeOptions are the store's options of cfg. A declared counter type is
+// registered; a declared remote type is refused: this version does not call
+// remote services yet (docs/remote-resources.md describes the protocol it
+// will speak).
+func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
+	opt := models.Options{
 		Logger:  log,
 		Coupons: models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
 	}
+	for _, r := range cfg.Resources {
+		if r.Kind != config.KindCounter {
+			return opt, fmt.Errorf("resources: %s is declared %s; this version registers declared counters only", r.Type, r.Kind)
+		}
+		opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: models.Label{Zh: r.Label.ZH, En: r.Label.EN}})
+	}
+	return opt, nil
 }
 
 // newLogger logs text on a terminal and JSON otherwise.
