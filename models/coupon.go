@@ -42,7 +42,8 @@ func (c *couponResource) Side() string { return "" }
 func (c *couponResource) Page(key string) string { return "/coupons?coupon=" + url.QueryEscape(key) }
 
 func (c *couponResource) Ledger() LedgerSpec {
-	return LedgerSpec{Table: "coupon_flows", Key: "CAST(f.coupon_id AS TEXT)", Qty: "1", Owner: "f.owner"}
+	return LedgerSpec{Table: "coupon_flows", Key: "CAST(f.coupon_id AS TEXT)", Qty: "1", Owner: "f.owner",
+		Owners: []string{string(CouponPlatform), string(CouponMerchant)}}
 }
 
 func (c *couponResource) ReleaseDelay(*gorm.DB, string) (time.Duration, error) { return 0, nil }

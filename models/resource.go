@@ -47,8 +47,10 @@ const (
 // column and narrowed by the same condition.
 type LedgerSpec struct {
 	Table, Key, Qty, Where string
-	// Owner is the column of a row's cost bearer (a coupon's), or "".
+	// Owner is the column of a row's cost bearer (a coupon's), or "";
+	// Owners are the bearers it may name, in the order reports show them.
 	Owner   string
+	Owners  []string
 	Counter *CounterSpec
 }
 

@@ -13,21 +13,6 @@ import (
 	"unhold/views"
 )
 
-// reportRows are the daily report's rows in the order shown; coupons are
-// split by who bears their cost.
-var reportRows = []struct {
-	resource models.ResourceType
-	owner    models.CouponOwner
-}{
-	{models.ResInventory, ""},
-	{models.ResCoupon, models.CouponPlatform},
-	{models.ResCoupon, models.CouponMerchant},
-	{models.ResBalance, ""},
-	{models.ResPoints, ""},
-	{models.ResQuota, ""},
-	{models.ResSlot, ""},
-}
-
 // reportDay reads the report's day: the date parameter, or today in the
 // viewer's zone; its bounds are that zone's midnights.
 func reportDay(c *echo.Context, p views.Page) (day string, from, to time.Time, err error) {
@@ -39,6 +24,29 @@ func reportDay(c *echo.Context, p views.Page) (day string, from, to time.Time, e
 		return "", from, to, err
 	}
 	return from.Format(ledgerDayLayout), from, to, nil
+}
+
+// reportRow is one row of the daily report: a resource type, or one cost
+// bearer of it.
+type reportRow struct {
+	resource models.ResourceType
+	owner    string
+}
+
+// reportRows are the daily report's rows in the registry's order; a type
+// whose rows name who bears their cost (coupons) has a row per bearer.
+func (s *server) reportRows() []reportRow {
+	var rows []reportRow
+	for _, t := range s.store.Types() {
+		owners := s.store.Resource(t).Ledger().Owners
+		if len(owners) == 0 {
+			rows = append(rows, reportRow{resource: t})
+		}
+		for _, o := range owners {
+			rows = append(rows, reportRow{resource: t, owner: o})
+		}
+	}
+	return rows
 }
 
 // dailyReport shows one day's ledger totals by resource and type.
@@ -62,13 +70,13 @@ func (s *server) dailyReport(c *echo.Context) error {
 	if day < today {
 		v.NextURL = views.Query("/reports/daily", "date", to.Format(ledgerDayLayout))
 	}
-	for _, r := range reportRows {
-		row := views.ReportRow{ID: string(r.resource), Resource: string(r.resource), Owner: string(r.owner), Cells: map[string]views.ReportCell{}}
+	for _, r := range s.reportRows() {
+		row := views.ReportRow{ID: string(r.resource), Resource: string(r.resource), Owner: r.owner, Cells: map[string]views.ReportCell{}}
 		if r.owner != "" {
-			row.ID += "-" + string(r.owner)
+			row.ID += "-" + r.owner
 		}
 		for _, t := range totals {
-			if t.Resource == r.resource && t.Owner == r.owner {
+			if t.Resource == r.resource && string(t.Owner) == r.owner {
 				cell := row.Cells[string(t.Type)]
 				cell.N += t.Rows
 				cell.Q += t.Qty
