@@ -16,7 +16,7 @@ func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *count
 	return &counter{
 		maxQty: MaxAmount,
 		s:      s, typ: t, table: "accounts", ledger: "account_flows", key: "uid",
-		fixedCol: "asset", fixedVal: string(asset), side: string(asset),
+		fixedCol: "asset", fixedVal: string(asset), side: string(asset), userKeyed: true,
 		avail: "available", held: "frozen", spent: "spent",
 		short: short, missing: short,
 		maxTotal: MaxBalance, overflow: ErrBalanceOverflow,

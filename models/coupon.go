@@ -37,6 +37,9 @@ func (c *couponResource) Kind() ResourceKind { return KindSingle }
 
 func (c *couponResource) MaxQty() int64 { return 1 }
 
+// UserKeyed is false: a coupon's key is its id; LOCK checks its owner.
+func (c *couponResource) UserKeyed() bool { return false }
+
 func (c *couponResource) Side() string { return "" }
 
 func (c *couponResource) Page(key string) string { return "/coupons?coupon=" + url.QueryEscape(key) }

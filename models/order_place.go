@@ -153,6 +153,9 @@ func (r PlaceRequest) holds(reg map[ResourceType]Resource) ([]Hold, error) {
 		if !ValidKey(h.Key) {
 			return nil, invalid("holds[%d]: key must be 1-64 letters, digits or -_.:", i)
 		}
+		if res.UserKeyed() && h.Key != r.UserID {
+			return nil, invalid("holds[%d]: %s is kept by user; an order of %s holds only its own, not %s's", i, h.Type, r.UserID, h.Key)
+		}
 		qty, most := h.Qty, res.MaxQty()
 		if qty == 0 && most == 1 {
 			qty = 1

@@ -317,6 +317,7 @@ func TestPlaceGenericHolds(t *testing.T) {
 			{"two coupons of one", []models.HoldRequest{{Type: models.ResCoupon, Key: id, Qty: 2}}, nil, "from 1 to 1"},
 			{"named twice", []models.HoldRequest{{Type: models.ResInventory, Key: "sku-1", Qty: 1}}, []models.Item{{SkuID: "sku-1", Qty: 1}}, "appears twice"},
 			{"too many", manyHolds(models.MaxHolds + 1), nil, "at most 200"},
+			{"another user's balance", []models.HoldRequest{{Type: models.ResBalance, Key: "u1", Qty: 1}}, nil, "holds only its own"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-bad", UserID: "u2", Holds: tc.holds, Items: tc.items})

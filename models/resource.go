@@ -74,6 +74,9 @@ type Resource interface {
 	Ledger() LedgerSpec
 	// MaxQty is the most one order may hold of one key (1: one at a time).
 	MaxQty() int64
+	// UserKeyed tells whether a key is a user's id (an account's): an
+	// order may then hold only its own user's.
+	UserKeyed() bool
 	// Apply performs op inside tx and writes its ledger row in the same
 	// transaction: first the ledger insert (errDuplicate when the ledger
 	// already has it, nothing changed), then the conditional update. A LOCK

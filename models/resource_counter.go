@@ -34,6 +34,8 @@ type counter struct {
 	// side is the second key every row carries, as people see it (an
 	// account's asset), or "".
 	side string
+	// userKeyed: a key is a user's id, and an order holds only its own.
+	userKeyed bool
 }
 
 type counterRow struct {
@@ -45,6 +47,8 @@ func (c *counter) Type() ResourceType { return c.typ }
 func (c *counter) Kind() ResourceKind { return KindCounter }
 
 func (c *counter) MaxQty() int64 { return c.maxQty }
+
+func (c *counter) UserKeyed() bool { return c.userKeyed }
 
 func (c *counter) Side() string { return c.side }
 

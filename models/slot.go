@@ -29,6 +29,8 @@ func (r *slotResource) Kind() ResourceKind { return KindSingle }
 
 func (r *slotResource) MaxQty() int64 { return 1 }
 
+func (r *slotResource) UserKeyed() bool { return false }
+
 func (r *slotResource) Side() string { return "" }
 
 // Page is "": slots have no page of their own yet.

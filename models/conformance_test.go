@@ -1,0 +1,279 @@
+package models_test
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+)
+
+// fixture makes one key of a resource type that an order can hold, and
+// edits it behind the ledger's back the way a person would.
+type fixture struct {
+	// make creates a key with enough for two orders' holds of qty; the
+	// n-th call of a test makes the n-th key, so a single held for good
+	// (a coupon used) leaves the next order another.
+	make func(t *testing.T, b bundle, n int) (key string, qty int64)
+	// steal makes the hold impossible to give back (a counter's held
+	// amount gone, a single held for another order); unsteal undoes it.
+	steal, unsteal string
+	// edit changes the key so that reconciliation must notice.
+	edit string
+}
+
+// giftWrap is the declared counter type of the conformance suite.
+const giftWrap models.ResourceType = "gift_wrap"
+
+// fixtures covers every type the conformance suite's store registers: a
+// type without a fixture fails the suite, so a new type cannot skip it.
+var fixtures = map[models.ResourceType]fixture{
+	models.ResInventory: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-c"+strconv.Itoa(n), 10, 0, "test"); return err })
+			return "sku-c" + strconv.Itoa(n), 2
+		},
+		steal:   "UPDATE inventory SET locked = 0 WHERE sku_id = ?",
+		unsteal: "UPDATE inventory SET locked = 2 WHERE sku_id = ?",
+		edit:    "UPDATE inventory SET available = available + 1 WHERE sku_id = ?",
+	},
+	models.ResBalance: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error {
+				_, err := b.s.Credit(b.ctx, "u-c"+strconv.Itoa(n), models.AssetBalance, 1000, "test")
+				return err
+			})
+			return "u-c" + strconv.Itoa(n), 300
+		},
+		steal:   "UPDATE accounts SET frozen = 0 WHERE uid = ? AND asset = 'BALANCE'",
+		unsteal: "UPDATE accounts SET frozen = 300 WHERE uid = ? AND asset = 'BALANCE'",
+		edit:    "UPDATE accounts SET available = available + 1 WHERE uid = ? AND asset = 'BALANCE'",
+	},
+	models.ResPoints: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error {
+				_, err := b.s.Credit(b.ctx, "u-c"+strconv.Itoa(n), models.AssetPoints, 500, "test")
+				return err
+			})
+			return "u-c" + strconv.Itoa(n), 100
+		},
+		steal:   "UPDATE accounts SET frozen = 0 WHERE uid = ? AND asset = 'POINTS'",
+		unsteal: "UPDATE accounts SET frozen = 100 WHERE uid = ? AND asset = 'POINTS'",
+		edit:    "UPDATE accounts SET spent = spent + 1 WHERE uid = ? AND asset = 'POINTS'",
+	},
+	models.ResQuota: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-c"+strconv.Itoa(n), 5, "test"); return err })
+			return "act-c" + strconv.Itoa(n), 1
+		},
+		steal:   "UPDATE activity_quotas SET locked = 0 WHERE activity_id = ?",
+		unsteal: "UPDATE activity_quotas SET locked = 1 WHERE activity_id = ?",
+		edit:    "UPDATE activity_quotas SET available = available + 1 WHERE activity_id = ?",
+	},
+	models.ResCoupon: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			cp, err := b.s.CreateCoupon(b.ctx, "u-c"+strconv.Itoa(n), models.CouponPlatform, b.clock.Now().Add(48*time.Hour), "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return strconv.FormatInt(cp.ID, 10), 1
+		},
+		steal:   "UPDATE user_coupons SET order_no = 'another' WHERE CAST(id AS TEXT) = ?",
+		unsteal: "UPDATE user_coupons SET order_no = 'o-c' WHERE CAST(id AS TEXT) = ?",
+		edit:    "UPDATE user_coupons SET status = 'USED' WHERE CAST(id AS TEXT) = ?",
+	},
+	models.ResSlot: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error { _, _, err := b.s.PutSlot(b.ctx, "seat-c"+strconv.Itoa(n), "test"); return err })
+			return "seat-c" + strconv.Itoa(n), 1
+		},
+		steal:   "UPDATE slot_holds SET order_no = 'another' WHERE slot_id = ?",
+		unsteal: "UPDATE slot_holds SET order_no = 'o-c' WHERE slot_id = ?",
+		edit:    "UPDATE slot_holds SET status = 'SOLD' WHERE slot_id = ?",
+	},
+	giftWrap: {
+		make: func(t *testing.T, b bundle, n int) (string, int64) {
+			must(t, func() error {
+				_, err := b.s.SetDeclared(b.ctx, giftWrap, "box-c"+strconv.Itoa(n), 5, "test")
+				return err
+			})
+			return "box-c" + strconv.Itoa(n), 2
+		},
+		steal:   "UPDATE declared_counters SET locked = 0 WHERE biz_key = ? AND resource_type = 'gift_wrap'",
+		unsteal: "UPDATE declared_counters SET locked = 2 WHERE biz_key = ? AND resource_type = 'gift_wrap'",
+		edit:    "UPDATE declared_counters SET available = available + 1 WHERE biz_key = ? AND resource_type = 'gift_wrap'",
+	},
+}
+
+// conformanceStore is a store with a declared counter type beside the
+// built-in ones.
+func conformanceStore(t *testing.T, d models.Dialect) bundle {
+	clock := modelstest.NewClock()
+	s := modelstest.Open(t, d, models.Options{Now: clock.Now, Declared: []models.DeclaredType{
+		{Type: giftWrap, Label: models.Label{Zh: "礼品包装", En: "Gift wrap"}},
+	}})
+	return bundle{s: s, clock: clock, ctx: t.Context()}
+}
+
+// Every resource type in the registry, built-in or declared, keeps the
+// same promises through the same generic paths: an order holds it through
+// the generic holds list; a close gives it back exactly once, by a batch
+// and again by a single release (a redelivered task is a DUPLICATE that
+// changes nothing); a payment deducts it, and a late payment takes it back
+// from its release; a hold that cannot be given back goes MANUAL with a
+// permanent class and, once fixed by hand, a rerun releases it; a hand
+// edit is found by reconciliation. The invariants hold after each.
+func TestResourceConformance(t *testing.T) {
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			types := conformanceStore(t, d).s.Types()
+			if len(types) != len(fixtures) {
+				t.Fatalf("the registry has %v; the suite has a fixture for each of %d types", types, len(fixtures))
+			}
+			for _, typ := range types {
+				fx, ok := fixtures[typ]
+				if !ok {
+					t.Fatalf("resource type %s has no conformance fixture", typ)
+				}
+				t.Run(string(typ), func(t *testing.T) {
+					t.Parallel()
+					for _, path := range []string{"batch", "single"} {
+						t.Run("close and release/"+path, func(t *testing.T) { conformRelease(t, d, typ, fx, path) })
+					}
+					t.Run("pay and late pay", func(t *testing.T) { conformPay(t, d, typ, fx) })
+					t.Run("manual then rerun", func(t *testing.T) { conformRerun(t, d, typ, fx) })
+					t.Run("hand edit reconciled", func(t *testing.T) { conformEdit(t, d, typ, fx) })
+				})
+			}
+		})
+	}
+}
+
+// placeOne places order no of user holding qty of key of typ through the
+// generic list, and closes it when close is set.
+func placeOne(t *testing.T, b bundle, no, user string, typ models.ResourceType, key string, qty int64, close bool) {
+	t.Helper()
+	if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: user,
+		Holds: []models.HoldRequest{{Type: typ, Key: key, Qty: qty}}}); err != nil {
+		t.Fatalf("place %s: %v", no, err)
+	}
+	if close {
+		if _, err := b.s.CloseOrder(b.ctx, no, models.TriggerUserCancel, user); err != nil {
+			t.Fatalf("close %s: %v", no, err)
+		}
+	}
+}
+
+// releaseAll claims every due task and releases it by path, counting
+// outcomes.
+func releaseAll(t *testing.T, b bundle, path string) map[string]int {
+	t.Helper()
+	if path == "single" {
+		return b.drain(t, "w-c")
+	}
+	out := map[string]int{}
+	tasks := claimAll(t, b, "w-c")
+	res, err := b.s.ReleaseBatch(b.ctx, tasks, "w-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		out[r.Outcome]++
+	}
+	return out
+}
+
+// reconcileClean asserts that reconciliation finds nothing and the
+// invariants hold: they compare every key's held amount with the orders
+// and tasks, and every ledger with its resource, so they say whether a
+// hold came back.
+func reconcileClean(t *testing.T, b bundle) {
+	t.Helper()
+	diffs, err := b.s.Reconcile(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(diffs) > 0 {
+		t.Fatalf("reconciliation found %+v", diffs)
+	}
+	modelstest.CheckInvariants(t, b.s)
+}
+
+func conformRelease(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture, path string) {
+	b := conformanceStore(t, d)
+	key, qty := fx.make(t, b, 1)
+	placeOne(t, b, "o-c", "u-c1", typ, key, qty, true)
+	if got := releaseAll(t, b, path); got[models.OutcomeDone] != 1 || len(got) != 1 {
+		t.Fatalf("release = %v, want one DONE", got)
+	}
+	reconcileClean(t, b)
+	// A redelivery: only the ledger's unique key stands in the way.
+	must(t, func() error {
+		return b.s.W.Exec("UPDATE release_tasks SET status = 'PENDING', lease_until = NULL WHERE order_no = 'o-c'").Error
+	})
+	if got := releaseAll(t, b, path); got[models.OutcomeDuplicate] != 1 || len(got) != 1 {
+		t.Fatalf("redelivered release = %v, want one DUPLICATE", got)
+	}
+	reconcileClean(t, b)
+	// Given back, the key holds a second order again.
+	placeOne(t, b, "o-c2", "u-c1", typ, key, qty, false)
+}
+
+func conformPay(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
+	b := conformanceStore(t, d)
+	key, qty := fx.make(t, b, 1)
+	placeOne(t, b, "o-paid", "u-c1", typ, key, qty, false)
+	if res, err := b.s.PayOrder(b.ctx, "o-paid", "txn-1"); err != nil || res.Status != models.OrderPaid {
+		t.Fatalf("pay = %+v, %v", res, err)
+	}
+	reconcileClean(t, b)
+	// Closed, not yet released, then paid: the payment takes the hold
+	// back from its release task.
+	key, qty = fx.make(t, b, 2)
+	placeOne(t, b, "o-late", "u-c2", typ, key, qty, true)
+	res, err := b.s.PayOrder(b.ctx, "o-late", "txn-2")
+	if err != nil || res.Status != models.OrderPaid || !res.Late {
+		t.Fatalf("late pay = %+v, %v; want PAID late", res, err)
+	}
+	if got := releaseAll(t, b, "batch"); len(got) != 0 {
+		t.Fatalf("after a late payment the worker released %v", got)
+	}
+	reconcileClean(t, b)
+}
+
+func conformRerun(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
+	b := conformanceStore(t, d)
+	key, qty := fx.make(t, b, 1)
+	placeOne(t, b, "o-c", "u-c1", typ, key, qty, true)
+	must(t, func() error { return b.s.W.Exec(fx.steal, key).Error })
+	if got := releaseAll(t, b, "batch"); got[models.OutcomeManual] != 1 {
+		t.Fatalf("release of a stolen hold = %v, want MANUAL", got)
+	}
+	must(t, func() error { return b.s.W.Exec(fx.unsteal, key).Error })
+	if _, err := b.s.Rerun(b.ctx, "o-c", typ, "ops", "fixed the hold by hand"); err != nil {
+		t.Fatal(err)
+	}
+	if got := releaseAll(t, b, "batch"); got[models.OutcomeDone] != 1 {
+		t.Fatalf("rerun = %v, want DONE", got)
+	}
+	reconcileClean(t, b)
+}
+
+func conformEdit(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
+	b := conformanceStore(t, d)
+	key, _ := fx.make(t, b, 1)
+	reconcileClean(t, b)
+	must(t, func() error { return b.s.W.Exec(fx.edit, key).Error })
+	diffs, err := b.s.Reconcile(b.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, df := range diffs {
+		if df.Resource == typ && df.Key == key {
+			return
+		}
+	}
+	t.Fatalf("a hand edit of %s %s: reconciliation found %+v", typ, key, diffs)
+}
