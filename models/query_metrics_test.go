@@ -102,8 +102,10 @@ func TestReleaseHealth(t *testing.T) {
 	}
 }
 
-// plantAttempts writes n attempt rows of one task directly, finished over
-// the last span before now, a tenth of them failures, in batches.
+// plantAttempts writes n attempt rows of one task directly (order
+// o-attempts, the task's is o-bench), finished over
+// the last span before now, a tenth of them failures, in batches, and rolls
+// them up as insertAttempts would have.
 func plantAttempts(tb testing.TB, s *models.Store, now time.Time, n int, span time.Duration) {
 	tb.Helper()
 	plantTasks(tb, s, now, "o-bench", []doneTask{{Latency: ms(100)}})
@@ -121,7 +123,7 @@ func plantAttempts(tb testing.TB, s *models.Store, now time.Time, n int, span ti
 				outcome, class = models.OutcomeRetry, string(models.ClassDBBusy)
 			}
 			at := now.Add(-span + time.Duration(i)*span/time.Duration(n))
-			vals = append(vals, "(?, 'o-bench', 'inventory', 'bench', ?, ?, '', ?, ?)")
+			vals = append(vals, "(?, 'o-attempts', 'inventory', 'bench', ?, ?, '', ?, ?)")
 			args = append(args, task, outcome, class, at, at)
 		}
 		err := s.W.Exec(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error,
@@ -129,6 +131,9 @@ func plantAttempts(tb testing.TB, s *models.Store, now time.Time, n int, span ti
 		if err != nil {
 			tb.Fatal(err)
 		}
+	}
+	if err := s.RollUpPlanted(context.Background(), "o-attempts"); err != nil {
+		tb.Fatal(err)
 	}
 }
 
