@@ -121,7 +121,7 @@ func checkRollups(t *testing.T, s *models.Store, what string) (map[attemptMinute
 
 // The rollups hold what the rows say, on both engines, after releases
 // alone and in batches (the fast path and the savepoint path), DONE,
-// RETRY, MANUAL, a rerun's release, a crashed try, across minute and hour
+// RETRY, MANUAL, a delayed release, a rerun's release, a crashed try, across minute and hour
 // edges; a redelivered task's DUPLICATE counts as an attempt, and its
 // latency stays that of its first release.
 func TestRollupsMatchRows(t *testing.T) {
@@ -171,6 +171,18 @@ func TestRollupsMatchRows(t *testing.T) {
 			_, err = b.s.ReleaseBatch(b.ctx, tasks, "w2")
 			must(t, func() error { return err })
 			checkRollups(t, b.s, "batches")
+
+			// A SKU that delays its release 30 s: the latency counts from
+			// the due time.
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-late", 10, 30, "test"); return err })
+			late := models.PlaceRequest{OrderNo: "o-late", UserID: "u1", Items: []models.Item{{SkuID: "sku-late", Qty: 1}}}
+			must(t, func() error { _, _, err := b.s.PlaceOrder(b.ctx, late); return err })
+			must(t, func() error { _, err := b.s.CloseOrder(b.ctx, "o-late", models.TriggerUserCancel, "u1"); return err })
+			b.clock.Advance(30*time.Second + ms(700))
+			if got := b.drain(t, "w1"); got[models.OutcomeDone] != 1 {
+				t.Fatalf("the delayed release = %v, want 1 DONE", got)
+			}
+			checkRollups(t, b.s, "a delayed release")
 
 			// MANUAL (the stock taken from under the lock), then a rerun's
 			// release; a try whose worker died (CRASHED, counted by the
