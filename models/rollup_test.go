@@ -312,28 +312,22 @@ func TestRollupConcurrentBatches(t *testing.T) {
 	}
 }
 
-// Migration 00019 back-fills the rollups from the rows of the last 26
-// hours: after it goes down and up again, they hold what the releases
-// wrote as they went, less what is older.
+// Migration 00019 back-fills the rollups from the 26 hours of rows up to
+// the newest: after it goes down and up again, they hold what the
+// releases wrote as they went, less what is older.
 func TestMigration19Backfill(t *testing.T) {
 	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			// The back-fill reads the database's clock: the test's starts
-			// 27 hours before it, on a minute.
-			var now atomic.Int64
-			now.Store(time.Now().Add(-27 * time.Hour).Truncate(time.Minute).UnixNano())
-			advance := func(d time.Duration) { now.Add(int64(d)) }
 			var failQuota atomic.Bool
-			b := setup(t, d, models.Options{Now: func() time.Time { return time.Unix(0, now.Load()).UTC() },
-				Faults: func(point string, tk *models.ReleaseTask) error {
-					if point == models.FaultAfterLedger && tk.ResourceType == models.ResQuota && failQuota.Load() {
-						return &models.TransientError{Class: models.ClassDBBusy, Err: errors.New("database is locked")}
-					}
-					return nil
-				}})
-			b.clock = nil
+			b := setup(t, d, models.Options{Faults: func(point string, tk *models.ReleaseTask) error {
+				if point == models.FaultAfterLedger && tk.ResourceType == models.ResQuota && failQuota.Load() {
+					return &models.TransientError{Class: models.ClassDBBusy, Err: errors.New("database is locked")}
+				}
+				return nil
+			}})
+			advance := b.clock.Advance
 			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
 			must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-1", 1000, "test"); return err })
 			place := func(from, n int) {
@@ -348,10 +342,10 @@ func TestMigration19Backfill(t *testing.T) {
 			place(0, 2)
 			advance(ms(400))
 			b.drain(t, "w1")
-			old := time.Unix(0, now.Load()).Add(time.Hour).Truncate(time.Minute).Unix()
-			// 25 hours later, within the last day: DONE, RETRY, and the
-			// retries' releases a few minutes later.
-			advance(25 * time.Hour)
+			old := b.clock.Now().Add(time.Hour).Unix()
+			// 27 hours later: DONE, RETRY, and the retries' releases a few
+			// minutes later, the newest rows.
+			advance(27 * time.Hour)
 			place(2, 3)
 			failQuota.Store(true)
 			advance(ms(1500))

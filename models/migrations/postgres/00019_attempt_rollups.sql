@@ -23,12 +23,13 @@ CREATE TABLE latency_minutes (
     max_ms BIGINT  NOT NULL,
     PRIMARY KEY (minute, bucket)
 );
--- An upgraded database's overview is right at once: the sums of the rows
--- the cleanup keeps them for (models.RollupRetention, 26 hours). The
--- bucket bounds are LatencyBuckets' in milliseconds.
+-- An upgraded database's overview is right at once: the sums of the 26
+-- hours (models.RollupRetention, what the cleanup keeps) up to the newest
+-- row, which on a live database is now. The bucket bounds are
+-- LatencyBuckets' in milliseconds.
 INSERT INTO attempt_minutes (minute, outcome, resource_type, error_class, n)
 SELECT (floor(EXTRACT(EPOCH FROM finished_at) / 60) * 60)::bigint AS m, outcome, resource_type, error_class, COUNT(*)
-FROM task_attempts WHERE finished_at >= now() - interval '26 hours'
+FROM task_attempts WHERE finished_at >= (SELECT MAX(finished_at) - interval '26 hours' FROM task_attempts)
 GROUP BY m, outcome, resource_type, error_class;
 INSERT INTO latency_minutes (minute, bucket, n, min_ms, max_ms)
 SELECT m, CASE WHEN ms <= 5 THEN 0 WHEN ms <= 10 THEN 1 WHEN ms <= 25 THEN 2 WHEN ms <= 50 THEN 3
@@ -40,7 +41,9 @@ SELECT m, CASE WHEN ms <= 5 THEN 0 WHEN ms <= 10 THEN 1 WHEN ms <= 25 THEN 2 WHE
 FROM (SELECT (floor(EXTRACT(EPOCH FROM done_at) / 60) * 60)::bigint AS m,
         GREATEST(CAST(round(EXTRACT(EPOCH FROM done_at - CASE WHEN failures = 0 THEN next_at ELSE created_at END) * 1000) AS BIGINT), 0) AS ms
     FROM release_tasks
-    WHERE done_at >= now() - interval '26 hours' AND done_at IS NOT NULL AND trigger_type <> 'RERUN') l
+    WHERE done_at >= (SELECT MAX(done_at) - interval '26 hours' FROM release_tasks
+            WHERE done_at IS NOT NULL AND trigger_type <> 'RERUN')
+        AND done_at IS NOT NULL AND trigger_type <> 'RERUN') l
 GROUP BY m, b;
 -- Nothing reads the released tasks by done_at any more but the back-fill
 -- above; every release no longer pays for the index.

@@ -23,12 +23,13 @@ CREATE TABLE latency_minutes (
     max_ms INTEGER NOT NULL,
     PRIMARY KEY (minute, bucket)
 );
--- An upgraded database's overview is right at once: the sums of the rows
--- the cleanup keeps them for (models.RollupRetention, 26 hours). The
--- bucket bounds are LatencyBuckets' in milliseconds.
+-- An upgraded database's overview is right at once: the sums of the 26
+-- hours (models.RollupRetention, what the cleanup keeps) up to the newest
+-- row, which on a live database is now. The bucket bounds are
+-- LatencyBuckets' in milliseconds.
 INSERT INTO attempt_minutes (minute, outcome, resource_type, error_class, n)
 SELECT CAST(strftime('%s', finished_at) AS INTEGER) / 60 * 60 AS m, outcome, resource_type, error_class, COUNT(*)
-FROM task_attempts WHERE finished_at >= strftime('%Y-%m-%d %H:%M:%S', 'now', '-26 hours')
+FROM task_attempts WHERE finished_at >= (SELECT strftime('%Y-%m-%d %H:%M:%S', MAX(finished_at), '-26 hours') FROM task_attempts)
 GROUP BY m, outcome, resource_type, error_class;
 INSERT INTO latency_minutes (minute, bucket, n, min_ms, max_ms)
 SELECT m, CASE WHEN ms <= 5 THEN 0 WHEN ms <= 10 THEN 1 WHEN ms <= 25 THEN 2 WHEN ms <= 50 THEN 3
@@ -40,7 +41,9 @@ SELECT m, CASE WHEN ms <= 5 THEN 0 WHEN ms <= 10 THEN 1 WHEN ms <= 25 THEN 2 WHE
 FROM (SELECT CAST(strftime('%s', done_at) AS INTEGER) / 60 * 60 AS m,
         max(CAST(round((julianday(done_at) - julianday(CASE WHEN failures = 0 THEN next_at ELSE created_at END)) * 86400000) AS INTEGER), 0) AS ms
     FROM release_tasks
-    WHERE done_at >= strftime('%Y-%m-%d %H:%M:%S', 'now', '-26 hours') AND done_at IS NOT NULL AND trigger_type <> 'RERUN')
+    WHERE done_at >= (SELECT strftime('%Y-%m-%d %H:%M:%S', MAX(done_at), '-26 hours') FROM release_tasks
+            WHERE done_at IS NOT NULL AND trigger_type <> 'RERUN')
+        AND done_at IS NOT NULL AND trigger_type <> 'RERUN')
 GROUP BY m, b;
 -- Nothing reads the released tasks by done_at any more but the back-fill
 -- above; every release no longer pays for the index.
