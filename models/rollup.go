@@ -124,7 +124,10 @@ func (r *rollup) addAttempts(as []TaskAttempt) {
 }
 
 // rollUpAttempts adds attempt rows just inserted in tx to the rollups: to
-// its transaction's rollup when write began tx, or at once otherwise.
+// its transaction's rollup when write began tx, or at once otherwise. The
+// rollup does not follow savepoints: a try in one (releaseSaved) inserts
+// its attempt as its last statement, so nothing rolls an attempt back
+// once it has been added.
 func rollUpAttempts(tx *gorm.DB, as []TaskAttempt) error {
 	if r, ok := tx.Statement.Context.Value(rollupCtxKey{}).(*rollup); ok {
 		r.addAttempts(as)
