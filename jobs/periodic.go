@@ -248,8 +248,10 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 
 // CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
-// the recorded job runs older than retention; then the sessions past their
-// end and the login throttles whose window and lock are over. Ledgers and
+// the recorded job runs older than retention; then the overview's
+// per-minute rollups older than models.RollupRetention (whatever the
+// attempts' retention: the overview reads no further back), the sessions
+// past their end and the login throttles whose window and lock are over. Ledgers and
 // the audit log are never touched: they are append-only.
 func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
@@ -267,10 +269,12 @@ func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Durati
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
+	rollupCutoff := s.Now().Add(-models.RollupRetention)
+	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
 	sessions, serr := s.PruneSessions(ctx, s.Now())
-	err := errors.Join(aerr, rerr, serr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s); %d ended sessions and login throttles",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), sessions), err
+	err := errors.Join(aerr, rerr, uerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s; %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err
 }
 
 func retentionText(d time.Duration) string {

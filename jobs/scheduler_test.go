@@ -621,7 +621,9 @@ func TestLedgerReportTotalsYesterday(t *testing.T) {
 	})
 }
 
-// The cleanup job keeps recent attempts and those of open tasks.
+// The cleanup job keeps recent attempts and those of open tasks, and the
+// rollups of the last RollupRetention: o-1's two rows (its attempt, its
+// latency) go, o-2's stay.
 func TestCleanupAttemptsJob(t *testing.T) {
 	eachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
@@ -648,11 +650,16 @@ func TestCleanupAttemptsJob(t *testing.T) {
 		}
 		summary, err := jobs.CleanupAttempts(ctx, s, 7*24*time.Hour)
 		if err != nil || !strings.HasPrefix(summary, "deleted 1 attempts of finished tasks and 0 job runs") ||
-			!strings.Contains(summary, "kept 7 days") || !strings.HasSuffix(summary, "; 1 ended sessions and login throttles") {
+			!strings.Contains(summary, "kept 7 days") || !strings.Contains(summary, ", 2 overview rollup rows from before") ||
+			!strings.HasSuffix(summary, "; 1 ended sessions and login throttles") {
 			t.Fatalf("cleanup = %q, %v", summary, err)
 		}
 		if _, _, _, err := s.SessionUser(ctx, live, models.SessionPolicy{}); err != nil {
 			t.Fatalf("the live session did not survive the cleanup: %v", err)
+		}
+		var rollups int64
+		if err := s.R.Raw("SELECT (SELECT COUNT(*) FROM attempt_minutes) + (SELECT COUNT(*) FROM latency_minutes)").Scan(&rollups).Error; err != nil || rollups != 2 {
+			t.Errorf("%d rollup rows left (%v), want o-2's 2", rollups, err)
 		}
 		c1, _ := s.OrderChain(ctx, "o-1")
 		c2, _ := s.OrderChain(ctx, "o-2")

@@ -296,9 +296,17 @@ func (s *Store) betweenReads() error {
 	return s.faults(FaultBetweenReads, nil)
 }
 
-// write runs fn in one write transaction.
+// write runs fn in one write transaction. The attempts fn writes are
+// rolled up (see rollup) by the transaction's last statements, so a run of
+// fn that rolls back, or is run again, adds nothing.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.W.WithContext(ctx).Transaction(fn)
+	return s.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		r := newRollup()
+		if err := fn(tx.WithContext(context.WithValue(tx.Statement.Context, rollupCtxKey{}, r))); err != nil {
+			return err
+		}
+		return r.flush(tx)
+	})
 }
 
 // errWriteQueueTimeout is a write that waited its turn for SQLite's write

@@ -3,8 +3,6 @@ package models
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -36,7 +34,8 @@ var LatencyBuckets = []time.Duration{
 // counts from its close, retries included: its next_at has moved to the
 // last retry, and the first due time is not kept, so a delayed task that
 // also retried counts its delay too (rare, and it errs on the slow side).
-// The overview's query (latencyStartSQL) is the same rule in SQL.
+// The rollup applies it as each task is released (rollup.addReleased), and
+// migration 00019's back-fill is the same rule in SQL.
 func (t ReleaseTask) LatencyStart() (time.Time, bool) {
 	switch {
 	case t.Trigger == TriggerRerun:
@@ -46,12 +45,6 @@ func (t ReleaseTask) LatencyStart() (time.Time, bool) {
 	}
 	return t.CreatedAt, true
 }
-
-// latencyCounts is the WHERE of the tasks LatencyStart counts, as
-// literals, so the planner can use the partial index release_tasks_done.
-const latencyCounts = `done_at IS NOT NULL AND trigger_type <> 'RERUN'`
-
-const latencyStartSQL = `CASE WHEN failures = 0 THEN next_at ELSE created_at END`
 
 // LatencyBucket counts the latencies of one bucket, with the least and the
 // greatest of them.
@@ -103,81 +96,35 @@ func (l LatencyStats) Quantile(q float64) time.Duration {
 	return l.Max
 }
 
-// latencyBucketSQL maps a latency in milliseconds (the column ms) to its
-// bucket's index in LatencyBuckets, or len(LatencyBuckets) past the last.
-var latencyBucketSQL = func() string {
-	var b strings.Builder
-	b.WriteString("CASE")
-	for i, le := range LatencyBuckets {
-		fmt.Fprintf(&b, " WHEN ms <= %d THEN %d", le.Milliseconds(), i)
-	}
-	b.WriteString(" ELSE " + strconv.Itoa(len(LatencyBuckets)) + " END")
-	return b.String()
-}()
-
 // ReleaseLatency buckets the close→released latency of the tasks released
-// in the last LatencyWindow, in the database, so every instance shows the
-// same and a restart loses nothing: one range scan of the covering index
-// release_tasks_done, at most one row per bucket back. Latencies are whole
-// milliseconds (SQLite's date functions keep no more); one below zero (the
-// clocks of two instances apart) counts as zero. LatencyCache reads the
-// same figures for less.
+// in the last LatencyWindow, from the rollup latency_minutes (see rollup),
+// which the releases keep as they commit: in the database, so every
+// instance shows the same and a restart loses nothing, and at the cost of
+// the window's minutes, not its releases. The window starts on a minute
+// (windowStart; Since says where), up to a minute shorter than
+// LatencyWindow: a minute less in an hour moves no quantile the overview
+// shows. Latencies are whole milliseconds.
 func (s *Store) ReleaseLatency(ctx context.Context) (LatencyStats, error) {
-	since := s.Now().Add(-LatencyWindow)
-	b, err := s.scanLatency(ctx, since, time.Time{})
-	if err != nil {
-		return LatencyStats{Since: since}, fmt.Errorf("release latency: %w", err)
-	}
-	return latencyStats(since, b), nil
-}
-
-// scanLatency buckets the latencies of the counted tasks released in
-// [from, to), or from on when to is zero; empty buckets are zero.
-func (s *Store) scanLatency(ctx context.Context, from, to time.Time) ([]LatencyBucket, error) {
-	// An OFFSET keeps the inner query from being merged into the outer one,
-	// which would compute ms once per CASE branch instead of once per row.
-	ms, fence := `CAST(round((julianday(done_at) - julianday(`+latencyStartSQL+`)) * 86400000) AS INTEGER)`, `LIMIT -1 OFFSET 0`
-	if s.Dialect == Postgres {
-		ms, fence = `CAST(round(EXTRACT(EPOCH FROM done_at - `+latencyStartSQL+`) * 1000) AS BIGINT)`, `OFFSET 0`
-	}
-	where, args := `done_at >= ?`, []any{from}
-	if !to.IsZero() {
-		where, args = where+` AND done_at < ?`, append(args, to)
-	}
+	since := windowStart(s.Now().Add(-LatencyWindow))
 	type row struct {
-		B      int
+		Bucket int
 		N      int64
 		Lo, Hi int64
 	}
 	var rows []row
-	err := s.R.WithContext(ctx).Raw(`SELECT `+latencyBucketSQL+` AS b, COUNT(*) AS n, MIN(ms) AS lo, MAX(ms) AS hi
-		FROM (SELECT `+ms+` AS ms FROM release_tasks WHERE `+where+` AND `+latencyCounts+` `+fence+`) l
-		GROUP BY b`, args...).Scan(&rows).Error
+	err := s.R.WithContext(ctx).Raw(`SELECT bucket, SUM(n) AS n, MIN(min_ms) AS lo, MAX(max_ms) AS hi
+		FROM latency_minutes WHERE minute >= ? GROUP BY bucket`, since.Unix()).Scan(&rows).Error
 	if err != nil {
-		return nil, err
+		return LatencyStats{Since: since}, fmt.Errorf("release latency: %w", err)
 	}
 	buckets := make([]LatencyBucket, len(LatencyBuckets)+1)
 	for _, r := range rows {
-		if r.B < 0 || r.B >= len(buckets) {
-			return nil, fmt.Errorf("bucket %d out of range", r.B)
+		if r.Bucket < 0 || r.Bucket >= len(buckets) {
+			return LatencyStats{Since: since}, fmt.Errorf("release latency: bucket %d out of range", r.Bucket)
 		}
-		buckets[r.B] = LatencyBucket{Count: r.N, Min: time.Duration(max(r.Lo, 0)) * time.Millisecond, Max: time.Duration(max(r.Hi, 0)) * time.Millisecond}
+		buckets[r.Bucket] = LatencyBucket{Count: r.N, Min: time.Duration(r.Lo) * time.Millisecond, Max: time.Duration(r.Hi) * time.Millisecond}
 	}
-	return buckets, nil
-}
-
-// mergeLatency adds the buckets of from into into, bucket by bucket: the
-// counts add up, and the least and greatest are those of both.
-func mergeLatency(into, from []LatencyBucket) {
-	for i, b := range from {
-		switch {
-		case b.Count == 0:
-		case into[i].Count == 0:
-			into[i] = b
-		default:
-			into[i] = LatencyBucket{Count: into[i].Count + b.Count, Min: min(into[i].Min, b.Min), Max: max(into[i].Max, b.Max)}
-		}
-	}
+	return latencyStats(since, buckets), nil
 }
 
 // latencyStats sums buckets up.

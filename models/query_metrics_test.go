@@ -1,11 +1,14 @@
 package models_test
 
 import (
+	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // ReleaseHealth counts due tasks, failures by type and class per window,
@@ -94,6 +97,69 @@ func TestReleaseHealth(t *testing.T) {
 			h, _ = b.s.ReleaseHealth(b.ctx)
 			if h.LastDay.Success+h.LastDay.Failures != 0 {
 				t.Errorf("a day later: %+v", h.LastDay)
+			}
+		})
+	}
+}
+
+// plantAttempts writes n attempt rows of one task directly (order
+// o-attempts, the task's is o-bench), finished over
+// the last span before now, a tenth of them failures, in batches, and rolls
+// them up as insertAttempts would have.
+func plantAttempts(tb testing.TB, s *models.Store, now time.Time, n int, span time.Duration) {
+	tb.Helper()
+	plantTasks(tb, s, now, "o-bench", []doneTask{{Latency: ms(100)}})
+	var task int64
+	if err := s.R.Raw("SELECT id FROM release_tasks WHERE order_no = 'o-bench'").Scan(&task).Error; err != nil {
+		tb.Fatal(err)
+	}
+	const batch = 500
+	for from := 0; from < n; from += batch {
+		var vals []string
+		var args []any
+		for i := from; i < min(from+batch, n); i++ {
+			outcome, class := models.OutcomeDone, ""
+			if i%10 == 0 {
+				outcome, class = models.OutcomeRetry, string(models.ClassDBBusy)
+			}
+			at := now.Add(-span + time.Duration(i)*span/time.Duration(n))
+			vals = append(vals, "(?, 'o-attempts', 'inventory', 'bench', ?, ?, '', ?, ?)")
+			args = append(args, task, outcome, class, at, at)
+		}
+		err := s.W.Exec(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error,
+			started_at, finished_at) VALUES `+strings.Join(vals, ","), args...).Error
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := s.RollUpPlanted(context.Background(), "o-attempts"); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkReleaseHealth reads the overview's numbers over 100,000
+// attempts finished in the last hour: the read costs the window's
+// minutes, not its attempts.
+func BenchmarkReleaseHealth(b *testing.B) {
+	for _, d := range modelstest.Engines {
+		b.Run(string(d), func(b *testing.B) {
+			clock := modelstest.NewClock()
+			s := modelstest.Open(b, d, models.Options{Now: clock.Now})
+			plantAttempts(b, s, clock.Now(), 100_000, time.Hour)
+			if d == models.Postgres {
+				if err := s.W.Exec("VACUUM ANALYZE").Error; err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				h, err := s.ReleaseHealth(context.Background())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if h.LastHour.Success+h.LastHour.Failures < 99_000 {
+					b.Fatalf("last hour %+v, want about 100000 attempts", h.LastHour)
+				}
 			}
 		})
 	}

@@ -263,6 +263,8 @@ func insertAttempt(tx *gorm.DB, a TaskAttempt) error {
 
 // insertAttempts writes attempt rows in one plain insert, each clipped as
 // BeforeCreate clips it: the worker writes one per try and needs no id back.
+// Every attempt row is written here, and rolled up with it (rollUpAttempts)
+// in the same transaction: nothing else inserts into task_attempts.
 func insertAttempts(tx *gorm.DB, as []TaskAttempt) error {
 	var q strings.Builder
 	q.WriteString(`INSERT INTO task_attempts (task_id, order_no, resource_type, worker, outcome, error_class, error, note,
@@ -279,7 +281,10 @@ func insertAttempts(tx *gorm.DB, as []TaskAttempt) error {
 		args = append(args, a.TaskID, a.OrderNo, a.ResourceType, a.Worker, a.Outcome, a.ErrorClass, a.Error, a.Note,
 			a.StartedAt, a.FinishedAt)
 	}
-	return tx.Exec(q.String(), args...).Error
+	if err := tx.Exec(q.String(), args...).Error; err != nil {
+		return err
+	}
+	return rollUpAttempts(tx, as)
 }
 
 // handBackTimeout bounds handing back the leases of a stopping worker's batch.

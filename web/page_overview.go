@@ -30,7 +30,7 @@ func (s *server) overview(c *echo.Context) error {
 	for _, n := range open {
 		diffs += n
 	}
-	lat, err := s.latency.ReleaseLatency(ctx)
+	lat, err := s.store.ReleaseLatency(ctx)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,6 @@ type server struct {
 	zones   zoneCache
 	sched   *jobs.Scheduler
 	metrics *jobs.Metrics
-	latency *models.LatencyCache // the overview's close→released quantiles
 	labels  map[string][2]string // the declared resource types' names, zh and en
 
 	sessions     models.SessionPolicy
@@ -89,7 +88,6 @@ func New(d Deps) *echo.Echo {
 		sessions.Absolute = 12 * time.Hour
 	}
 	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		latency:  models.NewLatencyCache(d.Store),
 		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true

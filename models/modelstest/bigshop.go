@@ -58,6 +58,36 @@ type bigShop struct {
 	acct  map[string]*[3]int64 // available, frozen, spent
 	ids   map[string]int64     // next id per table
 	flows int
+	// The overview's rollups of the last models.RollupRetention before
+	// the shop's end, as the releases would have written them.
+	attemptMinutes map[[4]string]int64   // minute, outcome, type, class
+	latencyMinutes map[[2]int64][3]int64 // minute, bucket → n, min ms, max ms
+}
+
+// rollUp adds one attempt that finished at done to the rollups; a
+// released task's latency (ms from its due time) when released.
+func (b *bigShop) rollUp(end, done time.Time, outcome, typ, class string, released bool, ms int64) {
+	if done.Before(end.Add(-models.RollupRetention)) {
+		return
+	}
+	m := done.Truncate(time.Minute).Unix()
+	b.attemptMinutes[[4]string{fmt.Sprint(m), outcome, typ, class}]++
+	if !released {
+		return
+	}
+	bucket := int64(len(models.LatencyBuckets))
+	for i, le := range models.LatencyBuckets {
+		if ms <= le.Milliseconds() {
+			bucket = int64(i)
+			break
+		}
+	}
+	k := [2]int64{m, bucket}
+	v, seen := b.latencyMinutes[k]
+	if !seen {
+		v = [3]int64{0, ms, ms}
+	}
+	b.latencyMinutes[k] = [3]int64{v[0] + 1, min(v[1], ms), max(v[2], ms)}
 }
 
 func ts(t time.Time) string { return "'" + t.UTC().Format("2006-01-02 15:04:05.999999999-07:00") + "'" }
@@ -156,6 +186,7 @@ func BuildBigShop(path string, orders int, end time.Time) error {
 	}
 	flowCols := "avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at"
 	b := &bigShop{db: db, tx: tx, rows: map[string][]string{}, sku: map[string]*[3]int64{}, acct: map[string]*[3]int64{}, ids: map[string]int64{},
+		attemptMinutes: map[[4]string]int64{}, latencyMinutes: map[[2]int64][3]int64{},
 		cols: map[string]string{
 			"orders":          "id, order_no, user_id, status, pay_deadline, close_reason, channel_txn_id, created_at, updated_at, paid_at, closed_at",
 			"order_holds":     "id, order_no, resource_type, biz_key, qty, released, deducted",
@@ -278,6 +309,7 @@ func BuildBigShop(path string, orders int, end time.Time) error {
 					"1", fmt.Sprint(map[bool]int{true: 1}[stuck]), ts(settle), q(lastErr), q(class), ts(settle), ts(done), doneAt)
 				b.add("task_attempts", fmt.Sprint(b.next("task_attempts")), fmt.Sprint(tid), q(no), q(string(h.t)), "'bench'", q(outcome),
 					q(class), q(lastErr), ts(settle), ts(done))
+				b.rollUp(end, done, outcome, string(h.t), class, !stuck, done.Sub(settle).Milliseconds())
 			}
 			b.add("order_holds", fmt.Sprint(b.next("order_holds")), q(no), q(string(h.t)), q(h.key), fmt.Sprint(h.qty), fmt.Sprint(released), fmt.Sprint(deducted))
 		}
@@ -286,6 +318,14 @@ func BuildBigShop(path string, orders int, end time.Time) error {
 				return err
 			}
 		}
+	}
+	b.cols["attempt_minutes"] = "minute, outcome, resource_type, error_class, n"
+	for k, n := range b.attemptMinutes {
+		b.add("attempt_minutes", k[0], q(k[1]), q(k[2]), q(k[3]), fmt.Sprint(n))
+	}
+	b.cols["latency_minutes"] = "minute, bucket, n, min_ms, max_ms"
+	for k, v := range b.latencyMinutes {
+		b.add("latency_minutes", fmt.Sprint(k[0]), fmt.Sprint(k[1]), fmt.Sprint(v[0]), fmt.Sprint(v[1]), fmt.Sprint(v[2]))
 	}
 	b.cols["inventory_rows"] = "sku_id, available, locked, sold, updated_at"
 	b.cols["account_rows"] = "uid, asset, available, frozen, spent, updated_at"
