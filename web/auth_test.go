@@ -61,6 +61,8 @@ var routeGates = map[string]string{
 	"POST /admin/tokens/:id/revoke":                       "admin",
 	"PUT /api/v1/skus/:sku_id":                            "operator",
 	"GET /api/v1/skus/:sku_id":                            "viewer",
+	"PUT /api/v1/resources/:type/:key":                    "operator",
+	"GET /api/v1/resources/:type/:key":                    "viewer",
 	"POST /api/v1/coupons":                                "operator",
 	"GET /api/v1/coupons/:coupon_id":                      "viewer",
 	"POST /api/v1/accounts/:uid/credit":                   "operator",
