@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/web"
 )
@@ -324,7 +324,7 @@ func TestForeignHost(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		const token = "scrape-0123456789abcdef"
 		b.e = web.New(web.Deps{Store: b.s, MetricsToken: token, Sessions: testSessions, Hosts: []string{testHost, "127.0.0.1:8080"},
-			Metrics: jobs.NewMetrics(b.s, nil)})
+			Metrics: metrics.New(b.s, nil)})
 		get := func(path, host string, header map[string]string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			req.Host = host

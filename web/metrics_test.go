@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
@@ -96,7 +97,7 @@ type metricsRig struct {
 	s        *models.Store
 	clock    *modelstest.Clock
 	failNext *atomic.Bool
-	m        *jobs.Metrics
+	m        *metrics.Metrics
 	e        *echo.Echo
 	w        *jobs.Worker
 	ctx      context.Context
@@ -112,7 +113,7 @@ func newMetricsRig(t *testing.T, d models.Dialect) metricsRig {
 		}
 		return nil
 	}})
-	r.m = jobs.NewMetrics(r.s, nil)
+	r.m = metrics.New(r.s, nil)
 	r.e = web.New(web.Deps{Store: r.s, Metrics: r.m, Sessions: testSessions})
 	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", models.RoleAdmin)
 	r.w = jobs.NewWorker(r.s, "w1", 10, 30*time.Second, slog.New(slog.DiscardHandler)).WithMetrics(r.m)
@@ -233,7 +234,7 @@ func TestMetricsFollowReleases(t *testing.T) {
 			// No worker for 5 s: the RETRY task is due since 4 s. A process
 			// started now reads the same gauges, and counts from zero.
 			r.clock.Advance(5 * time.Second)
-			restarted := jobs.NewMetrics(r.s, nil)
+			restarted := metrics.New(r.s, nil)
 			for name, e := range map[string]*echo.Echo{"running": r.e, "restarted": web.New(web.Deps{Store: r.s, Metrics: restarted})} {
 				wantSeries(t, name, scrape(t, e), map[string]float64{
 					backlog: 1, oldest: 4, retryN: 1, manualN: 1, diffs: float64(open),

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 )
 
@@ -32,7 +33,7 @@ type Deps struct {
 	// Scheduler, when set, lists the periodic jobs and runs one on demand.
 	Scheduler *jobs.Scheduler
 	// Metrics, when set, is served at /metrics.
-	Metrics *jobs.Metrics
+	Metrics *metrics.Metrics
 	// Sessions bounds dashboard sessions; zero fields take the models' defaults.
 	Sessions models.SessionPolicy
 	// MetricsToken, when set, lets a scraper off the loopback read /metrics
@@ -58,7 +59,7 @@ type server struct {
 	loc     *time.Location
 	zones   zoneCache
 	sched   *jobs.Scheduler
-	metrics *jobs.Metrics
+	metrics *metrics.Metrics
 	latency *models.LatencyCache // the overview's close→released quantiles
 
 	sessions     models.SessionPolicy

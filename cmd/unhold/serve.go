@@ -19,6 +19,7 @@ import (
 
 	"unhold/config"
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/web"
 )
@@ -68,7 +69,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	metrics := jobs.NewMetrics(s, log)
+	m := metrics.New(s, log)
 
 	// Workers and cron outlive ctx: each is stopped in its turn below.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,7 +90,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	var wake func() // nil without a worker: a close then wakes nothing
 	var ids []string
 	if r.work {
-		pools := newPools(s, cfg, metrics, log)
+		pools := newPools(s, cfg, m, log)
 		for _, w := range pools {
 			ids = append(ids, w.ID())
 			workers.Add(1)
@@ -118,7 +119,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		// The Host names are those of the port actually bound (-addr may say :0).
 		listening := cfg
 		listening.Addr = ln.Addr().String()
-		srv = httpServer(web.New(web.Deps{Store: s, Log: log, Wake: wake, Location: loc, Metrics: metrics, Scheduler: sched,
+		srv = httpServer(web.New(web.Deps{Store: s, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
 			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
 		if cfg.TLSCert != "" {
@@ -135,7 +136,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		srv = httpServer(workerMux(s, metrics, cfg.MetricsToken))
+		srv = httpServer(workerMux(s, m, cfg.MetricsToken))
 	}
 
 	switch r {
@@ -182,14 +183,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 // newPools makes cfg.Pools workers sharing the outbox, each its own lease
 // owner: the worker id alone for one pool, "<worker-id>-<i>" for several.
 // A pool that claims a full batch wakes the next one.
-func newPools(s *models.Store, cfg config.Config, metrics *jobs.Metrics, log *slog.Logger) []*jobs.Worker {
+func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, log *slog.Logger) []*jobs.Worker {
 	pools := make([]*jobs.Worker, cfg.Pools)
 	for i := range pools {
 		id := cfg.WorkerID
 		if cfg.Pools > 1 {
 			id += "-" + strconv.Itoa(i+1)
 		}
-		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(metrics)
+		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m)
 	}
 	for i := 1; i < len(pools); i++ {
 		pools[i-1].WakeAlso(pools[i])
@@ -237,7 +238,7 @@ func httpServer(h http.Handler) *http.Server {
 // counters and close-to-release histogram live in this process, so only it
 // can export them. /metrics answers the loopback, or the metrics token, as
 // the dashboard's does.
-func workerMux(s *models.Store, metrics *jobs.Metrics, token string) http.Handler {
+func workerMux(s *models.Store, m *metrics.Metrics, token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -255,7 +256,7 @@ func workerMux(s *models.Store, metrics *jobs.Metrics, token string) http.Handle
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
-		metrics.Handler().ServeHTTP(w, r)
+		m.Handler().ServeHTTP(w, r)
 	})
 	return mux
 }
