@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -43,6 +44,9 @@ const (
 // Deps is what the periodic jobs work on.
 type Deps struct {
 	Store *models.Store
+	// Auth is the accounts whose ended sessions and spent login throttles
+	// the cleanup deletes; nil is one on Store with the default policies.
+	Auth *auth.Store
 	// Worker is woken by the sweep and after timeout closes; nil leaves the
 	// sweep out.
 	Worker *Worker
@@ -127,7 +131,10 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s, w := d.Store, d.Worker
+	s, w, a := d.Store, d.Worker, d.Auth
+	if a == nil {
+		a = auth.New(s, auth.Options{Logger: log})
+	}
 	wake := func() {
 		if w != nil {
 			w.Wake()
@@ -164,7 +171,7 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 		Job{Name: JobLedgerReport, Spec: sc.LedgerReport, Timeout: 5 * time.Minute,
 			Run: func(ctx context.Context) (string, error) { return LedgerReport(ctx, s, sc.Location, log) }},
 		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
-			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, sc.AttemptRetention) }},
+			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, a, sc.AttemptRetention) }},
 	)
 	return jobs, nil
 }
@@ -250,7 +257,7 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 // the recorded job runs older than retention; then the sessions past their
 // end and the login throttles whose window and lock are over. Ledgers and
 // the audit log are never touched: they are append-only.
-func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Duration) (string, error) {
+func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
 		var total int64
@@ -266,7 +273,7 @@ func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Durati
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
-	sessions, serr := s.PruneSessions(ctx, s.Now())
+	sessions, serr := a.PruneSessions(ctx, s.Now())
 	err := errors.Join(aerr, rerr, serr)
 	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s); %d ended sessions and login throttles",
 		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), sessions), err

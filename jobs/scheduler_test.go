@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -633,25 +634,26 @@ func TestCleanupAttemptsJob(t *testing.T) {
 		placeAndClose(t, s, "o-1", 1)
 		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
 		w.Drain(ctx)
-		if _, err := s.CreateUser(ctx, "ann", models.RoleViewer, "ann's long password", "test"); err != nil {
+		a := auth.New(s, auth.Options{})
+		if _, err := a.CreateUser(ctx, "ann", auth.RoleViewer, "ann's long password", "test"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Login(ctx, models.LoginRequest{Name: "ann", Password: "ann's long password"}); err != nil {
+		if _, _, err := a.Login(ctx, auth.LoginRequest{Name: "ann", Password: "ann's long password"}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(10 * 24 * time.Hour)
 		placeAndClose(t, s, "o-2", 1)
 		w.Drain(ctx)
-		live, _, err := s.Login(ctx, models.LoginRequest{Name: "ann", Password: "ann's long password"})
+		live, _, err := a.Login(ctx, auth.LoginRequest{Name: "ann", Password: "ann's long password"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		summary, err := jobs.CleanupAttempts(ctx, s, 7*24*time.Hour)
+		summary, err := jobs.CleanupAttempts(ctx, s, a, 7*24*time.Hour)
 		if err != nil || !strings.HasPrefix(summary, "deleted 1 attempts of finished tasks and 0 job runs") ||
 			!strings.Contains(summary, "kept 7 days") || !strings.HasSuffix(summary, "; 1 ended sessions and login throttles") {
 			t.Fatalf("cleanup = %q, %v", summary, err)
 		}
-		if _, _, _, err := s.SessionUser(ctx, live, models.SessionPolicy{}); err != nil {
+		if _, _, _, err := a.SessionUser(ctx, live, auth.SessionPolicy{}); err != nil {
 			t.Fatalf("the live session did not survive the cleanup: %v", err)
 		}
 		c1, _ := s.OrderChain(ctx, "o-1")

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +53,6 @@ type Options struct {
 	Faults    FaultFunc
 	Logger    *slog.Logger
 	ReadConns int
-	Throttle  ThrottlePolicy // login throttling; zero fields are the defaults
 	// BusyTimeout is how long a SQLite statement waits for another
 	// connection's write lock before it fails as busy; zero is
 	// DefaultBusyTimeout.
@@ -77,12 +75,7 @@ type Store struct {
 	coupons   CouponPolicy
 	faults    FaultFunc
 	log       *slog.Logger
-	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
-	// hashSlots bounds the argon2id hashes running at once: each takes
-	// 19 MiB and a core for tens of milliseconds, so a burst of logins must
-	// queue instead of exhausting memory.
-	hashSlots chan struct{}
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -115,8 +108,7 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger, throttle: opt.Throttle.withDefaults(),
-		hashSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}

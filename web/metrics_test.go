@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/metrics"
 	"unhold/models"
@@ -115,7 +116,7 @@ func newMetricsRig(t *testing.T, d models.Dialect) metricsRig {
 	}})
 	r.m = metrics.New(r.s, nil)
 	r.e = web.New(web.Deps{Store: r.s, Metrics: r.m, Sessions: testSessions})
-	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", models.RoleAdmin)
+	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", auth.RoleAdmin)
 	r.w = jobs.NewWorker(r.s, "w1", 10, 30*time.Second, slog.New(slog.DiscardHandler)).WithMetrics(r.m)
 	return r
 }

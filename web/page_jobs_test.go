@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -79,7 +80,7 @@ func jbBundle(s *models.Store, clock *modelstest.Clock, sched *jobs.Scheduler, l
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
 	b.e = web.New(web.Deps{Store: s, Log: slog.New(slog.NewTextHandler(b.logs, nil)), Wake: func() { b.wakes.Add(1) },
 		Location: loc, Scheduler: sched, Sessions: testSessions})
-	b.who = b.mustSignIn("jobs-admin", models.RoleAdmin)
+	b.who = b.mustSignIn("jobs-admin", auth.RoleAdmin)
 	return b
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/metrics"
 	"unhold/models"
@@ -23,6 +24,9 @@ import (
 type Deps struct {
 	Store *models.Store
 	Log   *slog.Logger
+	// Auth is the accounts, sessions and tokens requests are signed in
+	// with; nil is one on Store with the default policies.
+	Auth *auth.Store
 	// Wake, when set, tells the local worker that release tasks became due
 	// (a close that won, a rerun), so it claims them without waiting for
 	// its next sweep. It must not block.
@@ -34,8 +38,8 @@ type Deps struct {
 	Scheduler *jobs.Scheduler
 	// Metrics, when set, is served at /metrics.
 	Metrics *metrics.Metrics
-	// Sessions bounds dashboard sessions; zero fields take the models' defaults.
-	Sessions models.SessionPolicy
+	// Sessions bounds dashboard sessions; zero fields take auth's defaults.
+	Sessions auth.SessionPolicy
 	// MetricsToken, when set, lets a scraper off the loopback read /metrics
 	// with "Authorization: Bearer <token>".
 	MetricsToken string
@@ -54,6 +58,7 @@ type Deps struct {
 // server holds the dependencies every handler uses.
 type server struct {
 	store   *models.Store
+	auth    *auth.Store
 	log     *slog.Logger
 	wake    func()
 	loc     *time.Location
@@ -62,7 +67,7 @@ type server struct {
 	metrics *metrics.Metrics
 	latency *models.LatencyCache // the overview's close→released quantiles
 
-	sessions     models.SessionPolicy
+	sessions     auth.SessionPolicy
 	metricsToken string
 	hosts        map[string]bool // lower case; empty: any
 	gates        map[string]gate // by routeKey(method, route path)
@@ -88,7 +93,11 @@ func New(d Deps) *echo.Echo {
 	if sessions.Absolute <= 0 {
 		sessions.Absolute = 12 * time.Hour
 	}
-	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
+	a := d.Auth
+	if a == nil {
+		a = auth.New(d.Store, auth.Options{Logger: log})
+	}
+	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
 		latency:  models.NewLatencyCache(d.Store),
 		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {

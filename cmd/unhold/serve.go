@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"unhold/auth"
 	"unhold/config"
 	"unhold/jobs"
 	"unhold/metrics"
@@ -60,8 +61,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	defer s.Close()
+	a := auth.New(s, auth.Options{Logger: log})
 	if cfg.Demo {
-		if err := seedDemo(ctx, cfg, s, log, stdout); err != nil {
+		if err := seedDemo(ctx, cfg, s, a, log, stdout); err != nil {
 			return err
 		}
 	}
@@ -102,7 +104,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			workers.Add(1)
 			go func() { defer workers.Done(); jobs.ListenDue(workCtx, cfg.DB, wake, log) }()
 		}
-		if sched, err = startCron(cronCtx, cfg, s, pools[0], loc, log); err != nil {
+		if sched, err = startCron(cronCtx, cfg, s, a, pools[0], loc, log); err != nil {
 			return err
 		}
 		wake()
@@ -119,8 +121,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		// The Host names are those of the port actually bound (-addr may say :0).
 		listening := cfg
 		listening.Addr = ln.Addr().String()
-		srv = httpServer(web.New(web.Deps{Store: s, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
-			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
+		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
+			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
 			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -152,7 +154,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		fmt.Fprintf(stdout, "unhold worker running %s (database %s, %s)\n", strings.Join(ids, ", "), cfg.DB, where)
 	}
 	if r.http {
-		if users, err := s.Users(ctx); err != nil {
+		if users, err := a.Users(ctx); err != nil {
 			return err
 		} else if len(users) == 0 {
 			fmt.Fprintln(stdout, "no users yet: create the first with  unhold user add --role admin NAME")
@@ -199,7 +201,7 @@ func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, log *slog.
 }
 
 // startCron starts the periodic jobs; the sweep and the timeout close wake w.
-func startCron(ctx context.Context, cfg config.Config, s *models.Store, w *jobs.Worker, loc *time.Location, log *slog.Logger) (*jobs.Scheduler, error) {
+func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.Store, w *jobs.Worker, loc *time.Location, log *slog.Logger) (*jobs.Scheduler, error) {
 	reconcileFn := func(ctx context.Context) (string, error) {
 		run, err := s.RunReconciliation(ctx, models.ReconByCron, "cron:"+cfg.WorkerID)
 		if err != nil {
@@ -207,7 +209,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, w *jobs.
 		}
 		return fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed), nil
 	}
-	list, err := jobs.List(jobs.Deps{Store: s, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
+	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
 		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
@@ -251,8 +253,8 @@ func workerMux(s *models.Store, m *metrics.Metrics, token string) http.Handler {
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		ip := net.ParseIP(host)
-		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if (ip == nil || !ip.IsLoopback()) && (token == "" || !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(token)) != 1) {
+		bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if (ip == nil || !ip.IsLoopback()) && (token == "" || !ok || subtle.ConstantTimeCompare([]byte(bearer), []byte(token)) != 1) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
