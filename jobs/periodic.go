@@ -100,14 +100,24 @@ func (sc Schedule) withDefaults() Schedule {
 // every is the spec of a fixed interval.
 func every(d time.Duration) string { return "@every " + d.String() }
 
-// DailyAt is the cron spec of a daily time "HH:MM" (00:00 to 23:59).
-func DailyAt(hhmm string) (string, error) {
+// ParseClock reads a time of day "HH:MM", from 00:00 to 23:59; the hour
+// may have one digit.
+func ParseClock(hhmm string) (hour, minute int, err error) {
 	h, m, ok := strings.Cut(hhmm, ":")
 	hour, herr := strconv.Atoi(h)
 	minute, merr := strconv.Atoi(m)
 	if !ok || herr != nil || merr != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
 		hour < 0 || hour > 23 || minute < 0 || minute > 59 {
-		return "", fmt.Errorf("daily time must be HH:MM from 00:00 to 23:59, got %q", hhmm)
+		return 0, 0, fmt.Errorf("a time of day must be HH:MM from 00:00 to 23:59, got %q", hhmm)
+	}
+	return hour, minute, nil
+}
+
+// DailyAt is the cron spec of a daily time "HH:MM" (see ParseClock).
+func DailyAt(hhmm string) (string, error) {
+	hour, minute, err := ParseClock(hhmm)
+	if err != nil {
+		return "", fmt.Errorf("daily time: %w", err)
 	}
 	return fmt.Sprintf("%d %d * * *", minute, hour), nil
 }

@@ -565,6 +565,25 @@ func TestListAndNextRun(t *testing.T) {
 	}
 }
 
+// ParseSpec takes what the config takes: whole-second intervals, cron
+// specs and descriptors, and no time zone of the spec's own.
+func TestParseSpec(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec string
+		ok   bool
+	}{
+		{"@every 30s", true}, {"@every 1h30m", true}, {"5 0 * * *", true}, {"@daily", true},
+		{"@every 500ms", false}, {"@every 1.5s", false}, {"@every 0s", false}, {"@every -1m", false},
+		{"0 5 0 * * *", false}, {"daily", false}, {"", false},
+		{"TZ=Asia/Tokyo 0 3 * * *", false}, {"CRON_TZ=UTC 5 0 * * *", false},
+	} {
+		if _, err := jobs.ParseSpec(tc.spec); (err == nil) != tc.ok {
+			t.Errorf("ParseSpec(%q) = %v, want ok=%v", tc.spec, err, tc.ok)
+		}
+	}
+}
+
 func TestDailyAt(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"03:00": "0 3 * * *", "3:05": "5 3 * * *", "23:59": "59 23 * * *", "00:00": "0 0 * * *"} {
