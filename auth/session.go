@@ -45,7 +45,9 @@ const (
 	DefaultSessionAbsolute = 12 * time.Hour
 )
 
-func (p SessionPolicy) withDefaults() SessionPolicy {
+// WithDefaults is p with DefaultSessionIdle and DefaultSessionAbsolute in
+// its zero fields.
+func (p SessionPolicy) WithDefaults() SessionPolicy {
 	if p.Idle <= 0 {
 		p.Idle = DefaultSessionIdle
 	}
@@ -175,7 +177,7 @@ func (s *Store) checkPassword(ctx context.Context, u *User, pw string) (why stri
 // failures at the address go (see settleLogin), the session is created and last_login_at set, but
 // only while the user is still enabled with the password just checked.
 func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *models.AuditEntry) (string, error) {
-	p := r.Policy.withDefaults()
+	p := r.Policy.WithDefaults()
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.db.Now()
@@ -220,7 +222,7 @@ const renewGrace = time.Minute
 // old token takes the new role too and ends within renewGrace, so that a
 // request racing the renewal with it (a second tab) is not signed out.
 func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) (*User, *Session, string, error) {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	if token == "" || len(token) > 128 {
 		return nil, nil, "", ErrNoSession
 	}

@@ -86,20 +86,13 @@ func New(d Deps) *echo.Echo {
 	if loc == nil {
 		loc = time.UTC
 	}
-	sessions := d.Sessions
-	if sessions.Idle <= 0 {
-		sessions.Idle = 30 * time.Minute
-	}
-	if sessions.Absolute <= 0 {
-		sessions.Absolute = 12 * time.Hour
-	}
 	a := d.Auth
 	if a == nil {
 		a = auth.New(d.Store, auth.Options{Logger: log})
 	}
 	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
 		latency:  models.NewLatencyCache(d.Store),
-		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
+		sessions: d.Sessions.WithDefaults(), metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true
 	}
