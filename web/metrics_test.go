@@ -284,7 +284,7 @@ func TestHTTPMetricsUseRouteTemplate(t *testing.T) {
 		if c.body != "" {
 			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		}
-		rec := bundle{e: r.e, s: r.s, clock: r.clock, who: r.as}.serve(req)
+		rec := bundle{e: r.e, s: r.s, a: auth.New(r.s, auth.Options{}), clock: r.clock, who: r.as}.serve(req)
 		if rec.Code != c.status {
 			t.Fatalf("%s %s = %d %s, want %d", c.method, c.path, rec.Code, rec.Body, c.status)
 		}
