@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
+	"unhold/jobs"
 )
 
 // Accepted values of Config.CouponExpiry.
@@ -409,36 +409,27 @@ func interval(s *setting) (time.Duration, error) {
 	return d, nil
 }
 
-// clockTime is a time of day, HH:MM from 00:00 to 23:59.
+// clockTime is a time of day, HH:MM from 00:00 to 23:59, as the scheduler
+// reads it (jobs.ParseClock).
 func clockTime(s *setting) (string, error) {
-	h, m, ok := strings.Cut(s.value, ":")
-	hour, herr := strconv.Atoi(h)
-	minute, merr := strconv.Atoi(m)
-	if !ok || herr != nil || merr != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
-		hour < 0 || hour > 23 || minute < 0 || minute > 59 {
+	hour, minute, err := jobs.ParseClock(s.value)
+	if err != nil {
 		return "", s.errorf("a time of day HH:MM from 00:00 to 23:59")
 	}
 	return fmt.Sprintf("%02d:%02d", hour, minute), nil
 }
 
-// schedule is a job schedule as the scheduler reads it: "@every <d>" in
-// whole seconds of at least 1s, or what robfig/cron's standard parser takes
-// (a 5-field spec, or a descriptor such as @daily). A bare duration means
-// @every.
+// schedule is a job schedule as the scheduler reads it (jobs.ParseSpec):
+// "@every <d>" in whole seconds of at least 1s, or what robfig/cron's
+// standard parser takes (a 5-field spec, or a descriptor such as @daily),
+// without a time zone of its own. A bare duration means @every.
 func schedule(s *setting) (string, error) {
 	spec := strings.TrimSpace(s.value)
 	if _, err := time.ParseDuration(spec); err == nil {
 		spec = "@every " + spec
 	}
-	bad := s.errorf(`@every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *"`)
-	if d, ok := strings.CutPrefix(spec, "@every "); ok {
-		if _, err := interval(&setting{value: strings.TrimSpace(d)}); err != nil {
-			return "", bad
-		}
-		return spec, nil
-	}
-	if _, err := cron.ParseStandard(spec); err != nil || strings.Contains(spec, "TZ=") {
-		return "", bad
+	if _, err := jobs.ParseSpec(spec); err != nil {
+		return "", s.errorf(`@every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *"`)
 	}
 	return spec, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -43,6 +44,9 @@ const (
 // Deps is what the periodic jobs work on.
 type Deps struct {
 	Store *models.Store
+	// Auth is the accounts whose ended sessions and spent login throttles
+	// the cleanup deletes; nil is one on Store with the default policies.
+	Auth *auth.Store
 	// Worker is woken by the sweep and after timeout closes; nil leaves the
 	// sweep out.
 	Worker *Worker
@@ -96,14 +100,24 @@ func (sc Schedule) withDefaults() Schedule {
 // every is the spec of a fixed interval.
 func every(d time.Duration) string { return "@every " + d.String() }
 
-// DailyAt is the cron spec of a daily time "HH:MM" (00:00 to 23:59).
-func DailyAt(hhmm string) (string, error) {
+// ParseClock reads a time of day "HH:MM", from 00:00 to 23:59; the hour
+// may have one digit.
+func ParseClock(hhmm string) (hour, minute int, err error) {
 	h, m, ok := strings.Cut(hhmm, ":")
 	hour, herr := strconv.Atoi(h)
 	minute, merr := strconv.Atoi(m)
 	if !ok || herr != nil || merr != nil || len(h) < 1 || len(h) > 2 || len(m) != 2 ||
 		hour < 0 || hour > 23 || minute < 0 || minute > 59 {
-		return "", fmt.Errorf("daily time must be HH:MM from 00:00 to 23:59, got %q", hhmm)
+		return 0, 0, fmt.Errorf("a time of day must be HH:MM from 00:00 to 23:59, got %q", hhmm)
+	}
+	return hour, minute, nil
+}
+
+// DailyAt is the cron spec of a daily time "HH:MM" (see ParseClock).
+func DailyAt(hhmm string) (string, error) {
+	hour, minute, err := ParseClock(hhmm)
+	if err != nil {
+		return "", fmt.Errorf("daily time: %w", err)
 	}
 	return fmt.Sprintf("%d %d * * *", minute, hour), nil
 }
@@ -127,7 +141,10 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s, w := d.Store, d.Worker
+	s, w, a := d.Store, d.Worker, d.Auth
+	if a == nil {
+		a = auth.New(s, auth.Options{Logger: log})
+	}
 	wake := func() {
 		if w != nil {
 			w.Wake()
@@ -164,7 +181,7 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 		Job{Name: JobLedgerReport, Spec: sc.LedgerReport, Timeout: 5 * time.Minute,
 			Run: func(ctx context.Context) (string, error) { return LedgerReport(ctx, s, sc.Location, log) }},
 		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
-			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, sc.AttemptRetention) }},
+			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, a, sc.AttemptRetention) }},
 	)
 	return jobs, nil
 }
@@ -253,7 +270,7 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 // attempts' retention: the overview reads no further back), the sessions
 // past their end and the login throttles whose window and lock are over. Ledgers and
 // the audit log are never touched: they are append-only.
-func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Duration) (string, error) {
+func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
 		var total int64
@@ -271,7 +288,7 @@ func CleanupAttempts(ctx context.Context, s *models.Store, retention time.Durati
 	runs, rerr := drain(s.DeleteOldJobRuns)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
 	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
-	sessions, serr := s.PruneSessions(ctx, s.Now())
+	sessions, serr := a.PruneSessions(ctx, s.Now())
 	err := errors.Join(aerr, rerr, uerr, serr)
 	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s; %d ended sessions and login throttles",
 		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err

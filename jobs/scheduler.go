@@ -143,8 +143,12 @@ func (e *entry) getNext() time.Time {
 
 // ParseSpec reads a job spec as the scheduler does: "@every <duration>"
 // in whole seconds, a descriptor such as @daily, or a 5-field cron spec
-// (robfig/cron's standard parser).
+// (robfig/cron's standard parser). A spec naming its own time zone (TZ= or
+// CRON_TZ=) is refused: the schedule's Location is the zone of every job.
 func ParseSpec(spec string) (cron.Schedule, error) {
+	if strings.Contains(spec, "TZ=") {
+		return nil, fmt.Errorf("a job spec takes no time zone, the schedule's location is its zone; got %q", spec)
+	}
 	if d, ok := strings.CutPrefix(spec, "@every "); ok {
 		// robfig/cron would round a shorter or fractional interval up
 		// silently, and a negative one to 1s.

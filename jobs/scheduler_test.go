@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -564,6 +565,25 @@ func TestListAndNextRun(t *testing.T) {
 	}
 }
 
+// ParseSpec takes what the config takes: whole-second intervals, cron
+// specs and descriptors, and no time zone of the spec's own.
+func TestParseSpec(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		spec string
+		ok   bool
+	}{
+		{"@every 30s", true}, {"@every 1h30m", true}, {"5 0 * * *", true}, {"@daily", true},
+		{"@every 500ms", false}, {"@every 1.5s", false}, {"@every 0s", false}, {"@every -1m", false},
+		{"0 5 0 * * *", false}, {"daily", false}, {"", false},
+		{"TZ=Asia/Tokyo 0 3 * * *", false}, {"CRON_TZ=UTC 5 0 * * *", false},
+	} {
+		if _, err := jobs.ParseSpec(tc.spec); (err == nil) != tc.ok {
+			t.Errorf("ParseSpec(%q) = %v, want ok=%v", tc.spec, err, tc.ok)
+		}
+	}
+}
+
 func TestDailyAt(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{"03:00": "0 3 * * *", "3:05": "5 3 * * *", "23:59": "59 23 * * *", "00:00": "0 0 * * *"} {
@@ -635,26 +655,27 @@ func TestCleanupAttemptsJob(t *testing.T) {
 		placeAndClose(t, s, "o-1", 1)
 		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
 		w.Drain(ctx)
-		if _, err := s.CreateUser(ctx, "ann", models.RoleViewer, "ann's long password", "test"); err != nil {
+		a := auth.New(s, auth.Options{})
+		if _, err := a.CreateUser(ctx, "ann", auth.RoleViewer, "ann's long password", "test"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Login(ctx, models.LoginRequest{Name: "ann", Password: "ann's long password"}); err != nil {
+		if _, _, err := a.Login(ctx, auth.LoginRequest{Name: "ann", Password: "ann's long password"}); err != nil {
 			t.Fatal(err)
 		}
 		clock.Advance(10 * 24 * time.Hour)
 		placeAndClose(t, s, "o-2", 1)
 		w.Drain(ctx)
-		live, _, err := s.Login(ctx, models.LoginRequest{Name: "ann", Password: "ann's long password"})
+		live, _, err := a.Login(ctx, auth.LoginRequest{Name: "ann", Password: "ann's long password"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		summary, err := jobs.CleanupAttempts(ctx, s, 7*24*time.Hour)
+		summary, err := jobs.CleanupAttempts(ctx, s, a, 7*24*time.Hour)
 		if err != nil || !strings.HasPrefix(summary, "deleted 1 attempts of finished tasks and 0 job runs") ||
 			!strings.Contains(summary, "kept 7 days") || !strings.Contains(summary, ", 2 overview rollup rows from before") ||
 			!strings.HasSuffix(summary, "; 1 ended sessions and login throttles") {
 			t.Fatalf("cleanup = %q, %v", summary, err)
 		}
-		if _, _, _, err := s.SessionUser(ctx, live, models.SessionPolicy{}); err != nil {
+		if _, _, _, err := a.SessionUser(ctx, live, auth.SessionPolicy{}); err != nil {
 			t.Fatalf("the live session did not survive the cleanup: %v", err)
 		}
 		var rollups int64

@@ -7,8 +7,15 @@ import (
 	"log/slog"
 	"time"
 
+	"unhold/metrics"
 	"unhold/models"
 )
+
+// OutcomeHandedBack is a claimed task the worker was stopping and handed
+// back untried: it counts in Drain's stats, never in the metrics. The
+// worker's other outcomes (crashed, error, lease short) are the metrics
+// package's.
+const OutcomeHandedBack = "HANDED_BACK"
 
 // Worker claims due release tasks with a lease and releases each claimed
 // batch in one transaction.
@@ -21,7 +28,7 @@ type Worker struct {
 	timeout time.Duration
 	log     *slog.Logger
 	wake    chan struct{}
-	metrics *Metrics
+	metrics *metrics.Metrics
 	next    *Worker
 	gap     time.Duration
 }
@@ -42,7 +49,7 @@ func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *
 
 // WithMetrics makes the worker record every release in m (nil: none). Call
 // it before Run.
-func (w *Worker) WithMetrics(m *Metrics) *Worker {
+func (w *Worker) WithMetrics(m *metrics.Metrics) *Worker {
 	w.metrics = m
 	return w
 }
@@ -130,7 +137,7 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 			}
 			continue
 		}
-		short := st[OutcomeLeaseShort]
+		short := st[metrics.OutcomeLeaseShort]
 		if !w.releaseBatch(ctx, tasks, st) {
 			w.releaseEach(ctx, wctx, tasks, st)
 		}
@@ -138,7 +145,7 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		// due later wake the worker, or the sweep finds them. Claiming
 		// again now would cost a write for nothing, unless some were
 		// handed back untried and are due again at once.
-		if !full && st[OutcomeLeaseShort] == short {
+		if !full && st[metrics.OutcomeLeaseShort] == short {
 			return st
 		}
 	}
@@ -156,8 +163,8 @@ func (w *Worker) leaseShort(t models.ReleaseTask) bool {
 // count as a crash.
 func (w *Worker) handBackShort(ctx context.Context, t models.ReleaseTask, st Stats) {
 	w.returnLease(ctx, t)
-	st[OutcomeLeaseShort]++
-	w.metrics.ObserveRelease(t, OutcomeLeaseShort, "", w.s.Now())
+	st[metrics.OutcomeLeaseShort]++
+	w.metrics.ObserveRelease(t, metrics.OutcomeLeaseShort, "", w.s.Now())
 }
 
 // releaseBatch releases tasks in one transaction and records each
@@ -215,7 +222,7 @@ func (w *Worker) observe(t models.ReleaseTask, res models.ReleaseResult, now tim
 	switch {
 	case res.Class == models.ClassCrashed && (outcome == models.OutcomeRetry || outcome == models.OutcomeManual):
 		w.log.Error("release crashed", append(attrs, slog.String("task_outcome", outcome), slog.String("error", res.Err))...)
-		outcome = OutcomeCrashed
+		outcome = metrics.OutcomeCrashed
 	case outcome == models.OutcomeRetry, outcome == models.OutcomeManual:
 		w.log.Warn("release failed", append(attrs, slog.String("outcome", outcome),
 			slog.String("class", string(res.Class)), slog.String("error", res.Err))...)
@@ -269,7 +276,7 @@ func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome str
 	start := w.s.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			outcome = OutcomeCrashed
+			outcome = metrics.OutcomeCrashed
 			cres, err := w.s.RecordCrash(ctx, t, w.id, start, r)
 			res.Class = models.ClassCrashed
 			w.log.Error("release crashed", append(attrs, slog.Any("panic", fmt.Sprint(r)),
@@ -282,7 +289,7 @@ func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome str
 	res, err := w.s.ReleaseTask(tctx, t, w.id)
 	if err != nil {
 		w.log.Error("release task", append(attrs, slog.Any("err", err))...)
-		return OutcomeError
+		return metrics.OutcomeError
 	}
 	switch res.Outcome {
 	case models.OutcomeRetry, models.OutcomeManual:

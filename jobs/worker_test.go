@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -130,7 +131,7 @@ func TestPanickingReleaseEndsManual(t *testing.T) {
 		placeAndClose(t, s, "o-1", 3)
 		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
 		for i := 1; i <= models.MaxFailures; i++ {
-			if st := w.Drain(ctx); st[jobs.OutcomeCrashed] != 1 {
+			if st := w.Drain(ctx); st[metrics.OutcomeCrashed] != 1 {
 				t.Fatalf("try %d: drain = %v, want one crash", i, st)
 			}
 			clock.Advance(models.RetryDelay(i))
@@ -186,7 +187,7 @@ func TestLeaseShortIsNoCrash(t *testing.T) {
 		placeAndClose(t, s, "o-2", 1)
 		w := jobs.NewWorker(s, "w1", 10, lease, quietLog())
 		st := w.Drain(ctx)
-		if st[jobs.OutcomeLeaseShort] != 2 || st[models.OutcomeDone] != 2 || len(st) != 2 {
+		if st[metrics.OutcomeLeaseShort] != 2 || st[models.OutcomeDone] != 2 || len(st) != 2 {
 			t.Fatalf("drain = %v, want two LEASE_SHORT and both DONE", st)
 		}
 		for _, no := range []string{"o-1", "o-2"} {

@@ -116,14 +116,3 @@ func benchShop(b *testing.B, s *models.Store) {
 		b.Fatal(err)
 	}
 }
-
-// BenchmarkPasswordHash is one argon2id hash with the stored parameters
-// (19 MiB, t=2, p=1): what every login and password change costs.
-func BenchmarkPasswordHash(b *testing.B) {
-	b.ReportAllocs()
-	for range b.N {
-		if _, err := models.HashPassword("correct horse battery"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

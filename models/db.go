@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -54,7 +53,6 @@ type Options struct {
 	Faults    FaultFunc
 	Logger    *slog.Logger
 	ReadConns int
-	Throttle  ThrottlePolicy // login throttling; zero fields are the defaults
 	// Declared are the counter types a shop declares in its resources file,
 	// registered after the built-in ones.
 	Declared []DeclaredType
@@ -80,14 +78,9 @@ type Store struct {
 	coupons   CouponPolicy
 	faults    FaultFunc
 	log       *slog.Logger
-	throttle  ThrottlePolicy
 	resources map[ResourceType]Resource
 	types     []ResourceType         // the registry's types, in the order holds are taken
 	labels    map[ResourceType]Label // the declared types' names
-	// hashSlots bounds the argon2id hashes running at once: each takes
-	// 19 MiB and a core for tens of milliseconds, so a burst of logins must
-	// queue instead of exhausting memory.
-	hashSlots chan struct{}
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -120,8 +113,7 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger, throttle: opt.Throttle.withDefaults(),
-		hashSlots: make(chan struct{}, runtime.GOMAXPROCS(0))}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}

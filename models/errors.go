@@ -38,16 +38,6 @@ var (
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 )
 
-// Sentinel errors of accounts, sessions and API tokens.
-var (
-	ErrUserExists     = &Error{"USER_EXISTS", "user name already taken"}
-	ErrLastAdmin      = &Error{"LAST_ADMIN", "the last enabled admin cannot be disabled or demoted"}
-	ErrBadCredentials = &Error{"BAD_CREDENTIALS", "wrong user name or password"}
-	ErrNoSession      = &Error{"NO_SESSION", "not signed in or the session has ended"}
-	ErrLoginThrottled = &Error{"LOGIN_THROTTLED", "too many login attempts"}
-	ErrTokenExists    = &Error{"TOKEN_EXISTS", "an API token with this name exists"}
-)
-
 // Release failures that no retry can fix: the task goes to MANUAL.
 var (
 	errShort         = errors.New("held amount is smaller than the release")
@@ -142,8 +132,8 @@ type TransientError struct {
 func (e *TransientError) Error() string { return string(e.Class) + ": " + e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
 
-// isUniqueViolation tells a unique-key conflict by the driver's error code.
-func isUniqueViolation(err error) bool {
+// IsUniqueViolation tells a unique-key conflict by the driver's error code.
+func IsUniqueViolation(err error) bool {
 	var pg *pgconn.PgError
 	if errors.As(err, &pg) {
 		return pg.Code == "23505"

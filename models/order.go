@@ -3,6 +3,7 @@ package models
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -126,6 +127,23 @@ const (
 	cutMark           = "…[cut]"
 )
 
+// MaxUserAgentLen is how much of a User-Agent header is kept, in bytes: in
+// an audit row and in a session.
+const MaxUserAgentLen = 256
+
+// TruncUTF8 cuts s to at most n bytes without splitting a character, and
+// drops any invalid UTF-8.
+func TruncUTF8(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
 // clip makes s storable text of at most n bytes: invalid UTF-8 and NUL
 // become U+FFFD, and a longer text is cut on a character boundary and ends
 // with cutMark, so a reader knows there was more.
@@ -134,7 +152,7 @@ func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return truncUTF8(s, n-len(cutMark)) + cutMark
+	return TruncUTF8(s, n-len(cutMark)) + cutMark
 }
 
 // BeforeCreate fills the request fields left empty from the request
@@ -158,7 +176,7 @@ func (e *AuditEntry) BeforeCreate(tx *gorm.DB) error {
 		e.UserAgent = m.UserAgent
 	}
 	e.Target = clip(e.Target, maxAuditTargetLen)
-	e.UserAgent = clip(e.UserAgent, maxUserAgentLen)
+	e.UserAgent = clip(e.UserAgent, MaxUserAgentLen)
 	for _, f := range []*string{&e.Reason, &e.Detail} {
 		*f = clip(*f, maxTextLen)
 	}

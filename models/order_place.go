@@ -225,7 +225,7 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(o).Error; err != nil {
-			if isUniqueViolation(err) {
+			if IsUniqueViolation(err) {
 				return fmt.Errorf("%w: %s", ErrOrderExists, o.OrderNo)
 			}
 			return err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,13 @@ var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFo
 
 // TaskStatuses lists every task status.
 var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
+
+// RerunnableStatuses are the statuses a rerun makes due again: a failed
+// task waiting for its next try (RETRY) or for a person (MANUAL).
+var RerunnableStatuses = []TaskStatus{TaskRetry, TaskManual}
+
+// Rerunnable tells whether a rerun may make a task in st due again.
+func (st TaskStatus) Rerunnable() bool { return containsStatus(RerunnableStatuses, st) }
 
 // TaskFilter selects release tasks for the task list and the bulk rerun. A
 // zero field does not filter.
@@ -286,12 +294,12 @@ func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
 	}
 	statuses := dedupStatuses(f.Statuses)
 	for _, st := range statuses {
-		if st != TaskRetry && st != TaskManual {
+		if !st.Rerunnable() {
 			return nil, fmt.Errorf("%w, not %s", ErrBulkRerunStatus, st)
 		}
 	}
 	if len(statuses) == 0 {
-		statuses = []TaskStatus{TaskRetry, TaskManual}
+		statuses = slices.Clone(RerunnableStatuses)
 	}
 	if f.Due {
 		// Due tasks are PENDING or RETRY: of those only RETRY can be rerun.
@@ -385,7 +393,7 @@ func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason strin
 		args = append([]any{now, actor, reason, now, statuses}, args...)
 		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
 			WHERE id IN (SELECT id FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate()+`)
-			AND status IN ('RETRY','MANUAL')`, args...)
+			AND status IN ?`, append(args, RerunnableStatuses)...)
 		if res.Error != nil {
 			return res.Error
 		}

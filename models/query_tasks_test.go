@@ -172,6 +172,20 @@ func TestListTasksRefusesBadFilters(t *testing.T) {
 	})
 }
 
+// Only RETRY and MANUAL tasks can be rerun.
+func TestRerunnable(t *testing.T) {
+	t.Parallel()
+	for _, st := range models.TaskStatuses {
+		want := st == models.TaskRetry || st == models.TaskManual
+		if got := st.Rerunnable(); got != want {
+			t.Errorf("%s.Rerunnable() = %v, want %v", st, got, want)
+		}
+	}
+	if models.TaskStatus("").Rerunnable() || models.TaskStatus("retry").Rerunnable() {
+		t.Error("an unknown status is rerunnable")
+	}
+}
+
 // A bulk rerun makes due exactly the RETRY/MANUAL tasks of its type that
 // the filter keeps, as Rerun does one by one, with one audit row; nothing
 // to rerun writes only a refused audit row.

@@ -101,7 +101,7 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 	}
 	run := &ReconRun{Trigger: trigger, Actor: actor, Status: ReconRunning, StartedAt: now}
 	if err := s.W.WithContext(ctx).Create(run).Error; err != nil {
-		if isUniqueViolation(err) {
+		if IsUniqueViolation(err) {
 			return nil, fmt.Errorf("%w: another reconciliation is running", ErrReconRunning)
 		}
 		return nil, fmt.Errorf("start reconciliation: %w", err)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"unhold/auth"
 )
 
 // Lang is the dashboard's language: Chinese first, English second.
@@ -51,21 +53,17 @@ type Page struct {
 
 // Roles, weakest first: each can do all the one before it can.
 const (
-	RoleViewer   = "viewer"
-	RoleOperator = "operator"
-	RoleAdmin    = "admin"
+	RoleViewer   = string(auth.RoleViewer)
+	RoleOperator = string(auth.RoleOperator)
+	RoleAdmin    = string(auth.RoleAdmin)
 )
 
-// roleRank orders the roles; an unknown role ranks 0 and can nothing.
-var roleRank = map[string]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
-
-// Can tells whether the viewer's role includes role: admin ⊇ operator ⊇
-// viewer. Nobody signed in, or an unknown role on either side, can nothing.
-// The server checks roles on every request; this only hides what would be
-// refused.
+// Can tells whether the viewer's role includes role, as auth ranks them
+// (auth.Role.Allows). Nobody signed in, or an unknown role on either side,
+// can nothing. The server checks roles on every request; this only hides
+// what would be refused.
 func (p Page) Can(role string) bool {
-	have, need := roleRank[p.Role], roleRank[role]
-	return have > 0 && need > 0 && have >= need
+	return auth.Role(p.Role).Allows(auth.Role(role))
 }
 
 // T translates a catalog key. A missing key shows as ⟦key⟧, which tests look for.

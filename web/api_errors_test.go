@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -283,7 +284,7 @@ func TestNotReady(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			b := anonBundle(s, clock)
+			b := anonBundle(s, clock, auth.Options{})
 			wantError(t, b.call("GET", "/readyz", ""), http.StatusServiceUnavailable, "NOT_READY")
 			if !strings.Contains(b.logs.String(), "pending") {
 				t.Fatalf("cause not logged: %s", b.logs.String())

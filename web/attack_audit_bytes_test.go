@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestAttackViewerAuditBytes(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		viewer := b.as(b.mustSignIn("vic", models.RoleViewer))
+		viewer := b.as(b.mustSignIn("vic", auth.RoleViewer))
 		long := strings.Repeat("é", 6000)
 		const n = 40
 		start := time.Now()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -45,11 +46,11 @@ func TestAttackNameCeilingLocksOutForGood(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T, d models.Dialect) bundle {
 		clock := modelstest.NewClock()
-		return newBundle(modelstest.Open(t, d, models.Options{Now: clock.Now,
-			Throttle: models.ThrottlePolicy{NameFailures: 10}}), clock)
+		return newBundleWith(modelstest.Open(t, d, models.Options{Now: clock.Now}), clock,
+			auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 10}})
 	}
 	eachEngineWith(t, open, func(t *testing.T, b bundle) {
-		mustUser(t, b, "alice", models.RoleViewer)
+		mustUser(t, b, "alice", auth.RoleViewer)
 		const home = "198.51.100.7:5000"
 		if rec := loginFrom(t, b, home, "alice", goodPassword); rec.Code != http.StatusSeeOther {
 			t.Fatalf("alice at home = %d", rec.Code)

@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	"unhold/models"
+	"unhold/auth"
 )
 
 // Attack (fails on main 84f401e): names that read as another user's, or as
@@ -36,7 +36,7 @@ func TestAttackConfusableUserNames(t *testing.T) {
 			if userNamed(t, b, c.name) != nil {
 				t.Errorf("%s: %q was created (%d)", c.why, c.name, rec.Code)
 			}
-			if err := models.ValidUserName(c.name); err == nil {
+			if err := auth.ValidUserName(c.name); err == nil {
 				t.Errorf("%s: ValidUserName(%q) accepts it", c.why, c.name)
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"unhold/models"
+	"unhold/auth"
 )
 
 // Attack (fails on main 84f401e for the first two names, and for the third
@@ -18,7 +18,7 @@ func TestAttackOldNamesStillSignIn(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i, old := range []string{"Dmitry Иванов", "ab\u200dc", "a\u0308lice"} {
 			placeholder := "old-user-" + itoa(int64(i))
-			u := mustUser(t, b, placeholder, models.RoleViewer)
+			u := mustUser(t, b, placeholder, auth.RoleViewer)
 			// The name as an earlier version stored it.
 			try(t, "rename", b.s.W.Exec(`UPDATE users SET name = ? WHERE id = ?`, old, u.ID).Error)
 			if rec := newBrowser(b).login(t, old, goodPassword); rec.Code != http.StatusSeeOther {

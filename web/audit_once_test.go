@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -26,7 +27,7 @@ func TestEveryPrivilegedActionAuditsOnce(t *testing.T) {
 			t.Fatalf("want two open tickets to work, have %d", len(diffs))
 		}
 		d1, d2 := strconv.FormatInt(diffs[0].ID, 10), strconv.FormatInt(diffs[1].ID, 10)
-		ops, err := b.signIn("ops-wang", models.RoleOperator)
+		ops, err := b.signIn("ops-wang", auth.RoleOperator)
 		try(t, "operator", err)
 		op := b.as(ops)
 		form := func(path string, v url.Values) func() int {

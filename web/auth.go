@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -28,14 +29,14 @@ const (
 )
 
 // role is the least role that passes the gate.
-func (g gate) role() models.Role {
+func (g gate) role() auth.Role {
 	switch g {
 	case gateViewer:
-		return models.RoleViewer
+		return auth.RoleViewer
 	case gateOperator:
-		return models.RoleOperator
+		return auth.RoleOperator
 	case gateAdmin:
-		return models.RoleAdmin
+		return auth.RoleAdmin
 	}
 	return ""
 }
@@ -53,7 +54,7 @@ func (g gate) String() string {
 // principal is who sent a request: a signed-in user or an API token.
 type principal struct {
 	Name    string // audit actor: the user's name, or "token:<name>"
-	Role    models.Role
+	Role    auth.Role
 	UserID  int64  // 0 for a token
 	Session string // the session cookie's token; "" for a token
 }
@@ -106,11 +107,11 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		case path == "/metrics" || path == "/healthz" || path == "/readyz":
 		case strings.HasPrefix(path, "/api/"):
 			if tok := bearer(r); tok != "" {
-				t, err := s.store.AuthenticateToken(ctx, tok)
+				t, err := s.auth.AuthenticateToken(ctx, tok)
 				switch {
 				case err == nil:
 					p = &principal{Name: "token:" + t.Name, Role: t.Role}
-				case !errors.Is(err, models.ErrNoSession):
+				case !errors.Is(err, auth.ErrNoSession):
 					return err
 				}
 			}
@@ -119,7 +120,7 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			if err != nil || ck.Value == "" {
 				break
 			}
-			u, _, renewed, err := s.store.SessionUser(ctx, ck.Value, s.sessions)
+			u, _, renewed, err := s.auth.SessionUser(ctx, ck.Value, s.sessions)
 			switch {
 			case err == nil:
 				p = &principal{Name: u.Name, Role: u.Role, UserID: u.ID, Session: ck.Value}
@@ -127,7 +128,7 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 					p.Session = renewed
 					s.setSessionCookie(c, renewed)
 				}
-			case errors.Is(err, models.ErrNoSession):
+			case errors.Is(err, auth.ErrNoSession):
 				s.clearSessionCookie(c)
 				c.Set(ctxSessionEnded, true)
 			default:

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
@@ -84,9 +85,9 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 const goodPassword = "correct horse battery"
 
-func mustUser(t *testing.T, b bundle, name string, role models.Role) *models.User {
+func mustUser(t *testing.T, b bundle, name string, role auth.Role) *auth.User {
 	t.Helper()
-	u, err := b.s.CreateUser(b.ctx, name, role, goodPassword, "test")
+	u, err := b.a.CreateUser(b.ctx, name, role, goodPassword, "test")
 	try(t, "create user "+name, err)
 	return u
 }
@@ -96,7 +97,7 @@ func mustUser(t *testing.T, b bundle, name string, role models.Role) *models.Use
 func TestLoginRenewsSessionToken(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		mustUser(t, b, "alice", models.RoleOperator)
+		mustUser(t, b, "alice", auth.RoleOperator)
 		br := newBrowser(b)
 		planted := "attacker-chosen-session-token"
 		br.cookies["unhold_session"] = &http.Cookie{Name: "unhold_session", Value: planted}
@@ -153,7 +154,7 @@ func TestLoginRenewsSessionToken(t *testing.T) {
 func TestHTTPSCookiesAndHSTS(t *testing.T) {
 	t.Parallel()
 	b := setup(t, models.SQLite)
-	mustUser(t, b, "alice", models.RoleViewer)
+	mustUser(t, b, "alice", auth.RoleViewer)
 	br := newBrowser(b)
 	br.tls = true
 	rec := br.login(t, "alice", goodPassword)
@@ -203,7 +204,7 @@ func TestHTTPSCookiesAndHSTS(t *testing.T) {
 func TestLoginThrottle(t *testing.T) {
 	t.Parallel()
 	b := setup(t, models.SQLite)
-	mustUser(t, b, "alice", models.RoleViewer)
+	mustUser(t, b, "alice", auth.RoleViewer)
 	var bodies []string
 	for _, name := range []string{"alice", "nobody"} {
 		br := newBrowser(b)
@@ -249,7 +250,7 @@ func TestLoginThrottle(t *testing.T) {
 func TestDisableAndRoleChange(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		bob := mustUser(t, b, "bob", models.RoleOperator)
+		bob := mustUser(t, b, "bob", auth.RoleOperator)
 		phone, laptop := newBrowser(b), newBrowser(b)
 		for _, br := range []*browser{phone, laptop} {
 			if rec := br.login(t, "bob", goodPassword); rec.Code != http.StatusSeeOther {
@@ -309,8 +310,8 @@ func TestSessionTimeouts(t *testing.T) {
 	clock := modelstest.NewClock()
 	s := modelstest.Open(t, models.SQLite, models.Options{Now: clock.Now})
 	b := newBundle(s, clock)
-	b.e = web.New(web.Deps{Store: s, Sessions: models.SessionPolicy{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}})
-	mustUser(t, b, "carol", models.RoleViewer)
+	b.e = web.New(web.Deps{Store: s, Sessions: auth.SessionPolicy{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}})
+	mustUser(t, b, "carol", auth.RoleViewer)
 	br := newBrowser(b)
 	if rec := br.login(t, "carol", goodPassword); rec.Code != http.StatusSeeOther {
 		t.Fatalf("login = %d", rec.Code)

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -63,7 +64,7 @@ func postLogin(b bundle, remote, name, password, next string) *httptest.Response
 // of someone who is not (a hidden field), stays on the site too.
 func FuzzLoginForm(f *testing.F) {
 	b := fuzzBundle(f)
-	_, err := b.s.CreateUser(b.ctx, "fuzzer", models.RoleViewer, goodPassword, "test")
+	_, err := b.a.CreateUser(b.ctx, "fuzzer", auth.RoleViewer, goodPassword, "test")
 	if err != nil {
 		f.Fatal(err)
 	}

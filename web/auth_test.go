@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -138,7 +139,7 @@ func TestRoleMatrix(t *testing.T) {
 				who := (*identity)(nil)
 				if role != "" {
 					var err error
-					who, err = b.signIn(fmt.Sprintf("m%d-%s", n, role), models.Role(role))
+					who, err = b.signIn(fmt.Sprintf("m%d-%s", n, role), auth.Role(role))
 					try(t, "sign in", err)
 				}
 				before := countAudit(t, b, "denied")
@@ -212,6 +213,6 @@ func countAudit(t *testing.T, b bundle, action string) int64 {
 func countSessions(t *testing.T, b bundle, who *identity) int64 {
 	t.Helper()
 	var n int64
-	try(t, "count sessions", b.s.R.Model(&models.Session{}).Where("token_hash = ?", sha256Hex(who.session)).Count(&n).Error)
+	try(t, "count sessions", b.s.R.Model(&auth.Session{}).Where("token_hash = ?", sha256Hex(who.session)).Count(&n).Error)
 	return n
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
@@ -30,7 +31,7 @@ func BenchmarkPages(b *testing.B) {
 	// Signed in as an admin, as every page needs: the session lookup is part
 	// of what each request costs.
 	signer := bundle{e: e, s: s, clock: modelstest.NewClock()}
-	who, err := signer.signIn("bench-"+randHex(4), models.RoleAdmin)
+	who, err := signer.signIn("bench-"+randHex(4), auth.RoleAdmin)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -76,7 +77,7 @@ func TestBrowserRerunFlow(t *testing.T) {
 		t.Fatalf("setup drain = %v, want one MANUAL", st)
 	}
 	const password = "ops password 2026"
-	if _, err := s.CreateUser(ctx, "ops-li", models.RoleOperator, password, "test"); err != nil {
+	if _, err := auth.New(s, auth.Options{}).CreateUser(ctx, "ops-li", auth.RoleOperator, password, "test"); err != nil {
 		t.Fatal(err)
 	}
 

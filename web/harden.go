@@ -174,7 +174,7 @@ func (s *server) csrfKey(ctx context.Context) ([]byte, error) {
 	s.csrfMu.Lock()
 	defer s.csrfMu.Unlock()
 	if s.csrfSecret == nil {
-		key, err := s.store.SiteSecret(ctx, "csrf")
+		key, err := s.auth.SiteSecret(ctx, "csrf")
 		if err != nil {
 			return nil, err
 		}

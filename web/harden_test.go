@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"unhold/jobs"
+	"unhold/auth"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/web"
 )
@@ -69,7 +70,7 @@ func TestCSRF(t *testing.T) {
 			return signed.serve(req)
 		}
 		good := b.csrfFor(t, b.who.session, false)
-		other, err := b.signIn("mallory", models.RoleAdmin)
+		other, err := b.signIn("mallory", auth.RoleAdmin)
 		try(t, "mallory", err)
 		for _, c := range []struct {
 			name   string
@@ -205,7 +206,7 @@ func TestMetricsAccess(t *testing.T) {
 func TestAPITokens(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		tok, secret, err := b.s.CreateAPIToken(b.ctx, "erp", models.RoleOperator, "test")
+		tok, secret, err := b.a.CreateAPIToken(b.ctx, "erp", auth.RoleOperator, "test")
 		try(t, "token", err)
 		get := func(auth string, cookie bool) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodGet, "/api/v1/skus/sku-x", nil)
@@ -229,7 +230,7 @@ func TestAPITokens(t *testing.T) {
 			_ = name
 		}
 		wantError(t, get("", true), http.StatusUnauthorized, "UNAUTHENTICATED")
-		try(t, "revoke", b.s.RevokeAPIToken(b.ctx, tok.ID, "test"))
+		try(t, "revoke", b.a.RevokeAPIToken(b.ctx, tok.ID, "test"))
 		wantError(t, get("Bearer "+secret, false), http.StatusUnauthorized, "UNAUTHENTICATED")
 	})
 }
@@ -286,7 +287,7 @@ func TestTrustedProxy(t *testing.T) {
 func TestPlainTextEverywhere(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		viewer, err := b.signIn("cs-li", models.RoleViewer)
+		viewer, err := b.signIn("cs-li", auth.RoleViewer)
 		try(t, "viewer", err)
 		before := snapshot(t, b)
 		var multi bytes.Buffer
@@ -324,7 +325,7 @@ func TestForeignHost(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		const token = "scrape-0123456789abcdef"
 		b.e = web.New(web.Deps{Store: b.s, MetricsToken: token, Sessions: testSessions, Hosts: []string{testHost, "127.0.0.1:8080"},
-			Metrics: jobs.NewMetrics(b.s, nil)})
+			Metrics: metrics.New(b.s, nil)})
 		get := func(path, host string, header map[string]string) *httptest.ResponseRecorder {
 			req := httptest.NewRequest(http.MethodGet, path, nil)
 			req.Host = host

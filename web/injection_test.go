@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -114,7 +115,7 @@ func TestInjectionUserAndTokenNames(t *testing.T) {
 		for _, name := range []string{xssText, sqlText, zhText} {
 			body := wantPage(t, postForm(b, "/admin/tokens", url.Values{"name": {name}, "role": {"viewer"}}, false), "token "+name, http.StatusOK)
 			inert(t, "the new token's page", body, name)
-			var tok models.APIToken
+			var tok auth.APIToken
 			try(t, "token "+name, b.s.R.Where("name = ?", name).Take(&tok).Error)
 		}
 		tokens := getPage(t, b, "/admin/tokens", false, http.StatusOK)

@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/glebarez/go-sqlite" // the raw "sqlite" driver, for a second connection
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -33,7 +34,7 @@ func lastAudit(t *testing.T, b bundle) models.AuditEntry {
 func TestLongURIRefusedBeforeAuthentication(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		viewer := b.as(b.mustSignIn("vera", models.RoleViewer))
+		viewer := b.as(b.mustSignIn("vera", auth.RoleViewer))
 		long := strings.Repeat("a", 60<<10)
 		before := snapshot(t, b)
 
@@ -62,7 +63,7 @@ func TestLongURIRefusedBeforeAuthentication(t *testing.T) {
 func TestLongPathUnderBoundIsAuditedClipped(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		viewer := b.as(b.mustSignIn("vera", models.RoleViewer))
+		viewer := b.as(b.mustSignIn("vera", auth.RoleViewer))
 		long := "b" + randHex(3999)
 		before := snapshot(t, b)
 		req := httptest.NewRequest(http.MethodPost, "/api/v1/orders/"+long+"/close", strings.NewReader(`{"reason":"USER_CANCEL"}`))

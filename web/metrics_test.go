@@ -19,7 +19,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"unhold/auth"
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
@@ -96,7 +98,7 @@ type metricsRig struct {
 	s        *models.Store
 	clock    *modelstest.Clock
 	failNext *atomic.Bool
-	m        *jobs.Metrics
+	m        *metrics.Metrics
 	e        *echo.Echo
 	w        *jobs.Worker
 	ctx      context.Context
@@ -112,9 +114,9 @@ func newMetricsRig(t *testing.T, d models.Dialect) metricsRig {
 		}
 		return nil
 	}})
-	r.m = jobs.NewMetrics(r.s, nil)
+	r.m = metrics.New(r.s, nil)
 	r.e = web.New(web.Deps{Store: r.s, Metrics: r.m, Sessions: testSessions})
-	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", models.RoleAdmin)
+	r.as = bundle{e: r.e, s: r.s, clock: r.clock}.mustSignIn("root", auth.RoleAdmin)
 	r.w = jobs.NewWorker(r.s, "w1", 10, 30*time.Second, slog.New(slog.DiscardHandler)).WithMetrics(r.m)
 	return r
 }
@@ -233,7 +235,7 @@ func TestMetricsFollowReleases(t *testing.T) {
 			// No worker for 5 s: the RETRY task is due since 4 s. A process
 			// started now reads the same gauges, and counts from zero.
 			r.clock.Advance(5 * time.Second)
-			restarted := jobs.NewMetrics(r.s, nil)
+			restarted := metrics.New(r.s, nil)
 			for name, e := range map[string]*echo.Echo{"running": r.e, "restarted": web.New(web.Deps{Store: r.s, Metrics: restarted})} {
 				wantSeries(t, name, scrape(t, e), map[string]float64{
 					backlog: 1, oldest: 4, retryN: 1, manualN: 1, diffs: float64(open),
@@ -282,7 +284,7 @@ func TestHTTPMetricsUseRouteTemplate(t *testing.T) {
 		if c.body != "" {
 			req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
 		}
-		rec := bundle{e: r.e, s: r.s, clock: r.clock, who: r.as}.serve(req)
+		rec := bundle{e: r.e, s: r.s, a: auth.New(r.s, auth.Options{}), clock: r.clock, who: r.as}.serve(req)
 		if rec.Code != c.status {
 			t.Fatalf("%s %s = %d %s, want %d", c.method, c.path, rec.Code, rec.Body, c.status)
 		}

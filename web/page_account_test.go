@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"unhold/models"
+	"unhold/auth"
 )
 
 // A user changes their own password: the current one is required (a wrong
@@ -15,7 +15,7 @@ import (
 func TestAccountPasswordChange(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := mustUser(t, b, "pat", models.RoleViewer)
+		u := mustUser(t, b, "pat", auth.RoleViewer)
 		phone, laptop := newBrowser(b), newBrowser(b)
 		for _, br := range []*browser{phone, laptop} {
 			if rec := br.login(t, "pat", goodPassword); rec.Code != http.StatusSeeOther {
@@ -48,7 +48,7 @@ func TestAccountPasswordChange(t *testing.T) {
 			{"confirmation differs", goodPassword, newPW, newPW + "!", "两次输入的新密码不一致", 0},
 			{"too short", goodPassword, "short1234", "short1234", "新密码不符合要求：至少 10 个字符", 0},
 			// Only the start: the sentence names the minimum, not the maximum.
-			{"too long", goodPassword, strings.Repeat("x", models.MaxPasswordLen+1), strings.Repeat("x", models.MaxPasswordLen+1), "新密码不符合要求", 0},
+			{"too long", goodPassword, strings.Repeat("x", auth.MaxPasswordLen+1), strings.Repeat("x", auth.MaxPasswordLen+1), "新密码不符合要求", 0},
 		} {
 			refusedBefore := len(auditOf(t, b, "password_change"))
 			code, text := post(c.old, c.nw, c.confirm)
@@ -70,7 +70,7 @@ func TestAccountPasswordChange(t *testing.T) {
 				t.Fatalf("%s changed the password", c.name)
 			}
 		}
-		if n, _ := b.s.UserSessions(b.ctx, u.ID); n != 2 {
+		if n, _ := b.a.UserSessions(b.ctx, u.ID); n != 2 {
 			t.Fatalf("refused changes touched the sessions: %d left", n)
 		}
 		// The form speaks English too.
@@ -93,7 +93,7 @@ func TestAccountPasswordChange(t *testing.T) {
 		if rec := phone.get("/orders"); !isLoginRedirect(rec) {
 			t.Errorf("the other session = %d %s, want ended", rec.Code, rec.Header().Get("Location"))
 		}
-		if n, _ := b.s.UserSessions(b.ctx, u.ID); n != 1 {
+		if n, _ := b.a.UserSessions(b.ctx, u.ID); n != 1 {
 			t.Errorf("%d sessions after the change, want 1", n)
 		}
 		rows := auditOf(t, b, "password_change")
@@ -116,7 +116,7 @@ func TestAccountPasswordChange(t *testing.T) {
 func TestAccountPasswordPage(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		v, err := b.signIn("vic", models.RoleViewer)
+		v, err := b.signIn("vic", auth.RoleViewer)
 		try(t, "vic", err)
 		body := getPageBoth(t, b.as(v), "/account/password", "", http.StatusOK)
 		for _, id := range []string{"password-old", "password-new", "password-confirm"} {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -220,7 +221,7 @@ func TestAuditPageViewerLinks(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		s := seedAudit(t, b)
-		v, err := b.signIn("vera", models.RoleViewer)
+		v, err := b.signIn("vera", auth.RoleViewer)
 		try(t, "vera", err)
 		for _, c := range []struct {
 			who       *identity
@@ -267,7 +268,7 @@ func TestAuditRerunOnChainPage(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		manualTask(t, b)
-		otto, err := b.signIn("otto", models.RoleOperator)
+		otto, err := b.signIn("otto", auth.RoleOperator)
 		try(t, "otto", err)
 		req := httptest.NewRequest(http.MethodPost, "/orders/m-1/resources/inventory/rerun",
 			strings.NewReader(url.Values{"reason": {"stock counted again"}}.Encode()))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -76,10 +77,10 @@ func jbSetup(t *testing.T, d models.Dialect) jbEnv {
 
 // jbBundle is newBundle with a scheduler (nil: none) and a time zone.
 func jbBundle(s *models.Store, clock *modelstest.Clock, sched *jobs.Scheduler, loc *time.Location) bundle {
-	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
-	b.e = web.New(web.Deps{Store: s, Log: slog.New(slog.NewTextHandler(b.logs, nil)), Wake: func() { b.wakes.Add(1) },
+	b := bundle{s: s, a: auth.New(s, auth.Options{}), clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	b.e = web.New(web.Deps{Store: s, Auth: b.a, Log: slog.New(slog.NewTextHandler(b.logs, nil)), Wake: func() { b.wakes.Add(1) },
 		Location: loc, Scheduler: sched, Sessions: testSessions})
-	b.who = b.mustSignIn("jobs-admin", models.RoleAdmin)
+	b.who = b.mustSignIn("jobs-admin", auth.RoleAdmin)
 	return b
 }
 

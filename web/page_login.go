@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/views"
 )
@@ -46,11 +47,11 @@ func (s *server) loginSubmit(c *echo.Context) error {
 		v.Name, v.Error = "", "INVALID_INPUT"
 		return render(c, http.StatusBadRequest, views.LoginPage(s.page(c, "login.title", ""), v))
 	}
-	token, _, err := s.store.Login(r.Context(), models.LoginRequest{Name: name, Password: password,
+	token, _, err := s.auth.Login(r.Context(), auth.LoginRequest{Name: name, Password: password,
 		IP: c.RealIP(), UserAgent: r.UserAgent(), Policy: s.sessions})
 	if err != nil {
 		p := s.page(c, "login.title", "")
-		var te *models.ThrottledError
+		var te *auth.ThrottledError
 		status := http.StatusUnauthorized
 		switch {
 		case errors.As(err, &te):
@@ -58,7 +59,7 @@ func (s *server) loginSubmit(c *echo.Context) error {
 			minutes := int(math.Ceil(te.RetryAfter.Minutes()))
 			v.RetryAfter = retryWords(p.Lang, max(minutes, 1))
 			setRetryAfter(c, te.RetryAfter)
-		case errors.Is(err, models.ErrBadCredentials):
+		case errors.Is(err, auth.ErrBadCredentials):
 			v.Error = "BAD_CREDENTIALS"
 		case errors.Is(err, models.ErrInvalid):
 			status, v.Error = http.StatusBadRequest, "BAD_CREDENTIALS"
@@ -68,7 +69,7 @@ func (s *server) loginSubmit(c *echo.Context) error {
 		return render(c, status, views.LoginPage(p, v))
 	}
 	if old := principalOf(c); old != nil {
-		if err := s.store.Logout(r.Context(), old.Session, old.Name); err != nil {
+		if err := s.auth.Logout(r.Context(), old.Session, old.Name); err != nil {
 			return err
 		}
 	}
@@ -82,7 +83,7 @@ func (s *server) loginSubmit(c *echo.Context) error {
 // logout is POST /logout.
 func (s *server) logout(c *echo.Context) error {
 	p := principalOf(c)
-	if err := s.store.Logout(c.Request().Context(), p.Session, p.Name); err != nil {
+	if err := s.auth.Logout(c.Request().Context(), p.Session, p.Name); err != nil {
 		return err
 	}
 	s.clearSessionCookie(c)

@@ -152,11 +152,6 @@ func (s *server) resourceTypeRank(t models.ResourceType) int {
 	return len(types)
 }
 
-// rerunnableStatus tells the task statuses a rerun makes due again.
-func rerunnableStatus(st models.TaskStatus) bool {
-	return st == models.TaskRetry || st == models.TaskManual
-}
-
 // chainView maps an order's chain and its keys' reconciliation to the page.
 func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 	o := ch.Order
@@ -172,7 +167,7 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 	for i := range ch.Tasks {
 		t := &ch.Tasks[i]
 		tasks[key{t.ResourceType, t.BizKey}] = t
-		if rerunnableStatus(t.Status) {
+		if t.Status.Rerunnable() {
 			rerunCount[t.ResourceType]++
 		}
 	}

@@ -174,7 +174,7 @@ func (s *server) taskDetail(c *echo.Context) error {
 	if v.Task.LeaseOwner != "" {
 		v.LeaseUntil = t.LeaseUntil
 	}
-	if t.Status == models.TaskRetry || t.Status == models.TaskManual {
+	if t.Status.Rerunnable() {
 		v.RerunURL = "/orders/" + url.PathEscape(t.OrderNo) + "/resources/" + string(t.ResourceType) + "/rerun"
 	}
 	for _, a := range t.AttemptLog {
@@ -224,7 +224,7 @@ func (s *server) renderBulkRerun(c *echo.Context, status int, f models.TaskFilte
 	}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
-		statuses = []models.TaskStatus{models.TaskRetry, models.TaskManual}
+		statuses = models.RerunnableStatuses
 	}
 	for _, st := range statuses {
 		v.Statuses = append(v.Statuses, string(st))

@@ -16,7 +16,7 @@ func (s *server) tokensPage(c *echo.Context) error {
 }
 
 func (s *server) renderTokens(c *echo.Context, status int, secret *views.Secret) error {
-	tokens, err := s.store.APITokens(c.Request().Context())
+	tokens, err := s.auth.APITokens(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,7 @@ func (s *server) tokenCreate(c *echo.Context) error {
 	if err != nil {
 		return s.refusal(c, "/admin/tokens", "token_create", "token:"+name, err)
 	}
-	tok, secret, err := s.store.CreateAPIToken(c.Request().Context(), name, role, actor(c))
+	tok, secret, err := s.auth.CreateAPIToken(c.Request().Context(), name, role, actor(c))
 	if err != nil {
 		return s.refusal(c, "/admin/tokens", "token_create", "token:"+name, err)
 	}
@@ -52,7 +52,7 @@ func (s *server) tokenRevoke(c *echo.Context) error {
 	if err != nil || id <= 0 {
 		return invalidf("a token id is a positive whole number, not %q", raw)
 	}
-	if err := s.store.RevokeAPIToken(c.Request().Context(), id, actor(c)); err != nil {
+	if err := s.auth.RevokeAPIToken(c.Request().Context(), id, actor(c)); err != nil {
 		return s.refusal(c, "/admin/tokens", "token_revoke", fmt.Sprintf("token:#%d", id), err)
 	}
 	return redirectWithFlash(c, "/admin/tokens", true, flashPage(c).T("tokens.flash.revoked"))

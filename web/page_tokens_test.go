@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -55,9 +56,9 @@ func TestTokensCreateUseRevoke(t *testing.T) {
 		if created.Detail != "operator, "+secret[3:11]+"…" || strings.Contains(created.Detail, secret) {
 			t.Errorf("token_create detail %q", created.Detail)
 		}
-		var tok models.APIToken
+		var tok auth.APIToken
 		try(t, "token row", b.s.R.Where("name = ?", "erp").Take(&tok).Error)
-		if tok.Role != models.RoleOperator || tok.CreatedBy != "root" || tok.TokenHash != sha256Hex(secret) || tok.Prefix != secret[3:11] {
+		if tok.Role != auth.RoleOperator || tok.CreatedBy != "root" || tok.TokenHash != sha256Hex(secret) || tok.Prefix != secret[3:11] {
 			t.Fatalf("token row %+v", tok)
 		}
 
@@ -129,7 +130,7 @@ func mustAction(t *testing.T, body, id string) string {
 func TestTokensCreateRefused(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		_, _, err := b.s.CreateAPIToken(b.ctx, "crm", models.RoleViewer, "test")
+		_, _, err := b.a.CreateAPIToken(b.ctx, "crm", auth.RoleViewer, "test")
 		try(t, "crm", err)
 		for _, c := range []struct {
 			name string
@@ -190,14 +191,14 @@ func TestTokensViewerDenied(t *testing.T) {
 			t.Errorf("a viewer token placed %d orders", n)
 		}
 
-		op, err := b.signIn("olga", models.RoleOperator)
+		op, err := b.signIn("olga", auth.RoleOperator)
 		try(t, "olga", err)
 		getPage(t, b.as(op), "/admin/tokens", false, http.StatusForbidden)
 		if rec := postForm(b.as(op), "/admin/tokens", url.Values{"name": {"sneaky"}, "role": {"admin"}}, false); rec.Code != http.StatusForbidden {
 			t.Errorf("an operator creating a token = %d", rec.Code)
 		}
 		var n int64
-		try(t, "count", b.s.R.Model(&models.APIToken{}).Where("name = ?", "sneaky").Count(&n).Error)
+		try(t, "count", b.s.R.Model(&auth.APIToken{}).Where("name = ?", "sneaky").Count(&n).Error)
 		if n != 0 {
 			t.Error("an operator created a token")
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/views"
 )
@@ -22,18 +23,18 @@ func (s *server) usersPage(c *echo.Context) error {
 // password was just generated.
 func (s *server) renderUsers(c *echo.Context, status int, secret *views.Secret) error {
 	ctx := c.Request().Context()
-	users, err := s.store.Users(ctx)
+	users, err := s.auth.Users(ctx)
 	if err != nil {
 		return err
 	}
-	tokens, err := s.store.LiveTokensByCreator(ctx)
+	tokens, err := s.auth.LiveTokensByCreator(ctx)
 	if err != nil {
 		return err
 	}
 	me := principalOf(c)
-	v := views.UsersView{Roles: roleNames(), Secret: secret, MinLen: models.MinPasswordLen}
+	v := views.UsersView{Roles: roleNames(), Secret: secret, MinLen: auth.MinPasswordLen}
 	for _, u := range users {
-		n, err := s.store.UserSessions(ctx, u.ID)
+		n, err := s.auth.UserSessions(ctx, u.ID)
 		if err != nil {
 			return err
 		}
@@ -57,9 +58,9 @@ func (s *server) userCreate(c *echo.Context) error {
 	}
 	generated := password == ""
 	if generated {
-		password = models.NewPassword()
+		password = auth.NewPassword()
 	}
-	u, err := s.store.CreateUser(c.Request().Context(), name, role, password, actor(c))
+	u, err := s.auth.CreateUser(c.Request().Context(), name, role, password, actor(c))
 	if err != nil {
 		return s.refusal(c, "/admin/users", "user_create", "user:"+name, err)
 	}
@@ -79,7 +80,7 @@ func (s *server) userRole(c *echo.Context) error {
 	t := flashPage(c)
 	role, err := parseRole(c.FormValue("role"))
 	if err == nil {
-		err = s.store.SetUserRole(c.Request().Context(), u.ID, role, actor(c))
+		err = s.auth.SetUserRole(c.Request().Context(), u.ID, role, actor(c))
 	}
 	if err != nil {
 		return s.refusal(c, "/admin/users", "user_role", "user:"+u.Name, err)
@@ -103,7 +104,7 @@ func (s *server) userSetDisabled(c *echo.Context, disabled bool) error {
 	if u == nil {
 		return err
 	}
-	revoked, err := s.store.SetUserDisabled(c.Request().Context(), u.ID, disabled, actor(c))
+	revoked, err := s.auth.SetUserDisabled(c.Request().Context(), u.ID, disabled, actor(c))
 	if err != nil {
 		return s.refusal(c, "/admin/users", action, "user:"+u.Name, err)
 	}
@@ -128,9 +129,9 @@ func (s *server) userReset(c *echo.Context) error {
 	password := c.FormValue("password")
 	generated := password == ""
 	if generated {
-		password = models.NewPassword()
+		password = auth.NewPassword()
 	}
-	if err := s.store.ResetPassword(c.Request().Context(), u.ID, password, actor(c)); err != nil {
+	if err := s.auth.ResetPassword(c.Request().Context(), u.ID, password, actor(c)); err != nil {
 		return s.refusal(c, "/admin/users", "user_reset_password", "user:"+u.Name, err)
 	}
 	if !generated {
@@ -143,12 +144,12 @@ func (s *server) userReset(c *echo.Context) error {
 // is refused (and the refusal audited): they change their password on the
 // password page, and cannot lock themselves out of administration by a
 // slip. A nil user comes with the answer to return.
-func (s *server) otherUser(c *echo.Context, action string) (*models.User, error) {
+func (s *server) otherUser(c *echo.Context, action string) (*auth.User, error) {
 	id, err := userIDParam(c)
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.store.UserByID(c.Request().Context(), id)
+	u, err := s.auth.UserByID(c.Request().Context(), id)
 	if err != nil {
 		return nil, err
 	}
@@ -158,10 +159,10 @@ func (s *server) otherUser(c *echo.Context, action string) (*models.User, error)
 	return u, nil
 }
 
-// parseRole is models.ParseRole refusing with BAD_ROLE, which the flash
+// parseRole is auth.ParseRole refusing with BAD_ROLE, which the flash
 // words in the viewer's language.
-func parseRole(s string) (models.Role, error) {
-	r, err := models.ParseRole(s)
+func parseRole(s string) (auth.Role, error) {
+	r, err := auth.ParseRole(s)
 	if err != nil {
 		return "", fmt.Errorf("%w: %q", errBadRole, s)
 	}
@@ -212,8 +213,8 @@ func userIDParam(c *echo.Context) (int64, error) {
 
 // roleNames lists the roles for a form's select.
 func roleNames() []string {
-	out := make([]string, 0, len(models.Roles))
-	for _, r := range models.Roles {
+	out := make([]string, 0, len(auth.Roles))
+	for _, r := range auth.Roles {
 		out = append(out, string(r))
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -46,9 +47,9 @@ func wantAuditBy(t *testing.T, e models.AuditEntry, actor, role, target, outcome
 }
 
 // userNamed is the user with this exact name, or nil.
-func userNamed(t *testing.T, b bundle, name string) *models.User {
+func userNamed(t *testing.T, b bundle, name string) *auth.User {
 	t.Helper()
-	var us []models.User
+	var us []auth.User
 	try(t, "user "+name, b.s.R.Where("name = ?", name).Find(&us).Error)
 	if len(us) == 0 {
 		return nil
@@ -121,7 +122,7 @@ func TestUsersCreateTyped(t *testing.T) {
 		}
 		wantFlash(t, b, rec, false, "/admin/users", true, "用户 alice 已创建")
 		u := userNamed(t, b, "alice")
-		if u == nil || u.Role != models.RoleOperator || u.Disabled {
+		if u == nil || u.Role != auth.RoleOperator || u.Disabled {
 			t.Fatalf("alice = %+v, want an enabled operator", u)
 		}
 		e := oneAudit(t, b, "user_create")
@@ -173,7 +174,7 @@ func TestUsersCreateGenerated(t *testing.T) {
 		}
 		checkText(t, body, "secret-for", "For: carol")
 		u := userNamed(t, b, "carol")
-		if u == nil || u.Role != models.RoleViewer {
+		if u == nil || u.Role != auth.RoleViewer {
 			t.Fatalf("carol = %+v", u)
 		}
 		if strings.Contains(u.PasswordHash, pw) {
@@ -200,7 +201,7 @@ func TestUsersCreateGenerated(t *testing.T) {
 func TestUsersCreateRefused(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		_, err := b.signIn("dora", models.RoleViewer)
+		_, err := b.signIn("dora", auth.RoleViewer)
 		try(t, "dora", err)
 		for i, c := range []struct {
 			name string
@@ -225,7 +226,7 @@ func TestUsersCreateRefused(t *testing.T) {
 				t.Errorf("%s: %d user_create rows, %d refused, want %d", c.name, n, r, i+1)
 			}
 		}
-		if u := userNamed(t, b, "dora"); u == nil || u.Role != models.RoleViewer {
+		if u := userNamed(t, b, "dora"); u == nil || u.Role != auth.RoleViewer {
 			t.Errorf("dora changed: %+v", u)
 		}
 		// Invalid names and short passwords are refused with the reason.
@@ -255,7 +256,7 @@ func TestUsersCreateRefused(t *testing.T) {
 func TestUsersActionsAudited(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		bob, err := b.signIn("bob", models.RoleOperator)
+		bob, err := b.signIn("bob", auth.RoleOperator)
 		try(t, "bob", err)
 		id := userNamed(t, b, "bob").ID
 		type step struct {
@@ -263,17 +264,17 @@ func TestUsersActionsAudited(t *testing.T) {
 			form         url.Values
 			flash        string // "" when the answer is the page with a secret
 			detail       string
-			check        func(u *models.User) bool
+			check        func(u *auth.User) bool
 		}
 		for _, s := range []step{
 			{"user_role", userPath(id, "role"), url.Values{"role": {"viewer"}}, "角色已改为客服（只读）", "operator→viewer",
-				func(u *models.User) bool { return u.Role == models.RoleViewer }},
+				func(u *auth.User) bool { return u.Role == auth.RoleViewer }},
 			{"user_disable", userPath(id, "disable"), nil, "用户已停用，其会话已结束", "1 session(s) ended",
-				func(u *models.User) bool { return u.Disabled }},
+				func(u *auth.User) bool { return u.Disabled }},
 			{"user_enable", userPath(id, "enable"), nil, "用户已启用", "",
-				func(u *models.User) bool { return !u.Disabled }},
+				func(u *auth.User) bool { return !u.Disabled }},
 			{"user_reset_password", userPath(id, "reset"), url.Values{"password": {goodPassword}}, "bob 的密码已重置，其会话已结束", "0 session(s) ended",
-				func(u *models.User) bool { return !strings.HasSuffix(u.PasswordHash, "$"+strings.Repeat("A", 43)) }},
+				func(u *auth.User) bool { return !strings.HasSuffix(u.PasswordHash, "$"+strings.Repeat("A", 43)) }},
 		} {
 			before := countAudit(t, b, s.action)
 			rec := postForm(b, s.path, s.form, false)
@@ -299,7 +300,7 @@ func TestUsersActionsAudited(t *testing.T) {
 		}
 		// A reset with an empty field makes one up, shows it once and ends
 		// bob's sessions; the typed one stops working.
-		if n, err := b.s.UserSessions(b.ctx, id); err != nil || n != 1 {
+		if n, err := b.a.UserSessions(b.ctx, id); err != nil || n != 1 {
 			t.Fatalf("bob's sessions before the reset = %d, %v", n, err)
 		}
 		rec := postForm(b, userPath(id, "reset"), url.Values{"password": {""}}, false)
@@ -314,7 +315,7 @@ func TestUsersActionsAudited(t *testing.T) {
 			t.Fatalf("reset audit rows %+v, want a second one ending 1 session", resets)
 		}
 		wantAuditBy(t, resets[1], "root", "admin", "user:bob", "ok")
-		if n, _ := b.s.UserSessions(b.ctx, id); n != 0 {
+		if n, _ := b.a.UserSessions(b.ctx, id); n != 0 {
 			t.Errorf("bob keeps %d sessions after the reset", n)
 		}
 		if strings.Contains(getPage(t, b, "/admin/users", false, http.StatusOK), vals[0]) {
@@ -349,7 +350,7 @@ func TestUsersActionsAudited(t *testing.T) {
 		if rec := postForm(b, userPath(9999, "reset"), url.Values{"password": {""}}, false); rec.Code != http.StatusNotFound {
 			t.Errorf("reset of an unknown user = %d, want 404", rec.Code)
 		}
-		if u := userNamed(t, b, "bob"); u.Role != models.RoleViewer || u.Disabled {
+		if u := userNamed(t, b, "bob"); u.Role != auth.RoleViewer || u.Disabled {
 			t.Errorf("bob after refused changes: %+v", u)
 		}
 	})
@@ -376,7 +377,7 @@ func TestUsersSelfRefused(t *testing.T) {
 		} {
 			wantFlash(t, b, postForm(b, c.path, c.form, c.en), c.en, "/admin/users", false, c.want)
 		}
-		if got := userNamed(t, b, "root"); got.Role != models.RoleAdmin || got.Disabled || got.PasswordHash != root.PasswordHash {
+		if got := userNamed(t, b, "root"); got.Role != auth.RoleAdmin || got.Disabled || got.PasswordHash != root.PasswordHash {
 			t.Fatalf("root after refused changes: %+v", got)
 		}
 		if got := auditRefused(t, b) - refused; got != 3 {
@@ -401,7 +402,7 @@ func auditRefused(t *testing.T, b bundle) int64 {
 func TestUsersAdminOnly(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		op, err := b.signIn("opal", models.RoleOperator)
+		op, err := b.signIn("opal", auth.RoleOperator)
 		try(t, "opal", err)
 		as := b.as(op)
 		for _, en := range []bool{false, true} {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"unhold/models"
+	"unhold/auth"
 )
 
 // A leaver's admin token that wrote stock gets 401 once the leaver is
@@ -14,11 +14,11 @@ import (
 func TestDisableRevokesLeaversTokens(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
-		lea, err := b.signIn("lea", models.RoleAdmin)
+		lea, err := b.signIn("lea", auth.RoleAdmin)
 		try(t, "lea", err)
-		_, secret, err := b.s.CreateAPIToken(b.ctx, "lea-erp", models.RoleAdmin, "lea")
+		_, secret, err := b.a.CreateAPIToken(b.ctx, "lea-erp", auth.RoleAdmin, "lea")
 		try(t, "lea's token", err)
-		leaver := b.as(&identity{name: "lea-erp", role: models.RoleAdmin, token: secret})
+		leaver := b.as(&identity{name: "lea-erp", role: auth.RoleAdmin, token: secret})
 		if rec := leaver.call(http.MethodPut, "/api/v1/skus/sku-9", `{"available": 5}`); rec.Code != http.StatusOK {
 			t.Fatalf("the leaver's token writing stock = %d %s", rec.Code, rec.Body)
 		}

@@ -22,17 +22,19 @@ import (
 
 	"github.com/labstack/echo/v5"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
 )
 
-// bundle is what a handler test works with: the router, the store behind
-// it, the store's clock, how often Wake was called and what was logged, and
-// who its requests are sent as.
+// bundle is what a handler test works with: the router, the store and the
+// accounts behind it, the store's clock, how often Wake was called and what
+// was logged, and who its requests are sent as.
 type bundle struct {
 	e     *echo.Echo
 	s     *models.Store
+	a     *auth.Store
 	clock *modelstest.Clock
 	wakes *atomic.Int64
 	logs  *lockedBuffer
@@ -43,7 +45,7 @@ type bundle struct {
 // identity is a signed-in dashboard user with an API token of the same role.
 type identity struct {
 	name    string
-	role    models.Role
+	role    auth.Role
 	session string // the session cookie's value
 	token   string // the API token
 }
@@ -75,7 +77,7 @@ func (b bundle) csrfFor(t testing.TB, id string, visitor bool) string {
 	if len(stored) == 1 {
 		key, err = base64.RawURLEncoding.DecodeString(stored[0])
 	} else {
-		key, err = b.s.SiteSecret(b.ctx, "csrf")
+		key, err = b.a.SiteSecret(b.ctx, "csrf")
 	}
 	if err != nil {
 		t.Fatalf("csrf secret: %v", err)
@@ -91,7 +93,7 @@ func (b bundle) csrfFor(t testing.TB, id string, visitor bool) string {
 
 // testSessions is the bundle's session policy: long enough that tests which
 // move the clock by days stay signed in. Session tests use their own.
-var testSessions = models.SessionPolicy{Idle: 24 * 365 * time.Hour, Absolute: 24 * 365 * time.Hour}
+var testSessions = auth.SessionPolicy{Idle: 24 * 365 * time.Hour, Absolute: 24 * 365 * time.Hour}
 
 // eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.
 func eachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
@@ -118,23 +120,35 @@ func setup(t *testing.T, d models.Dialect) bundle {
 }
 
 func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
-	b := anonBundle(s, clock)
+	return newBundleWith(s, clock, auth.Options{})
+}
+
+// newBundleWith is newBundle whose accounts take opt.
+func newBundleWith(s *models.Store, clock *modelstest.Clock, opt auth.Options) bundle {
+	b := anonBundle(s, clock, opt)
 	// A fixed CSRF secret, and fixed session tokens (signIn), make the
 	// tokens in pages the same on every run, as golden files need.
 	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
 		panic(err)
 	}
-	b.who = b.mustSignIn("root", models.RoleAdmin)
+	b.who = b.mustSignIn("root", auth.RoleAdmin)
 	return b
 }
 
-// anonBundle is newBundle sending requests as they are, for a database
-// that cannot hold a user yet.
-func anonBundle(s *models.Store, clock *modelstest.Clock) bundle {
+// anonBundle is newBundleWith sending requests as they are, for a
+// database that cannot hold a user yet. The accounts log where the server
+// does unless opt says otherwise.
+func anonBundle(s *models.Store, clock *modelstest.Clock, opt auth.Options) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	log := slog.New(slog.NewTextHandler(b.logs, nil))
+	if opt.Logger == nil {
+		opt.Logger = log
+	}
+	b.a = auth.New(s, opt)
 	b.e = web.New(web.Deps{
 		Store:    s,
-		Log:      slog.New(slog.NewTextHandler(b.logs, nil)),
+		Auth:     b.a,
+		Log:      log,
 		Wake:     func() { b.wakes.Add(1) },
 		Sessions: testSessions,
 		Hosts:    []string{testHost},
@@ -149,7 +163,7 @@ func (b bundle) as(who *identity) bundle {
 }
 
 // mustSignIn is signIn that panics: it runs in set-up without a *testing.T.
-func (b bundle) mustSignIn(name string, role models.Role) *identity {
+func (b bundle) mustSignIn(name string, role auth.Role) *identity {
 	who, err := b.signIn(name, role)
 	if err != nil {
 		panic(err)
@@ -160,20 +174,20 @@ func (b bundle) mustSignIn(name string, role models.Role) *identity {
 // signIn makes a user with a live session and an API token, writing the
 // rows directly: an argon2id hash per test would make the suite crawl, and
 // the login itself has its own tests.
-func (b bundle) signIn(name string, role models.Role) (*identity, error) {
+func (b bundle) signIn(name string, role auth.Role) (*identity, error) {
 	now := b.clock.Now()
-	u := models.User{Name: name, Role: role, PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	u := auth.User{Name: name, Role: role, PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 		PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
 	if err := b.s.W.Create(&u).Error; err != nil {
 		return nil, fmt.Errorf("user %s: %w", name, err)
 	}
 	who := &identity{name: name, role: role, session: "session-" + sha256Hex(name)[:32], token: "uh_" + randBase64(32)}
-	sess := models.Session{TokenHash: sha256Hex(who.session), UserID: u.ID, Role: role, CreatedAt: now, LastSeenAt: now,
+	sess := auth.Session{TokenHash: sha256Hex(who.session), UserID: u.ID, Role: role, CreatedAt: now, LastSeenAt: now,
 		ExpiresAt: now.Add(testSessions.Absolute)}
 	if err := b.s.W.Create(&sess).Error; err != nil {
 		return nil, fmt.Errorf("session of %s: %w", name, err)
 	}
-	tok := models.APIToken{Name: name, Role: role, TokenHash: sha256Hex(who.token), Prefix: who.token[3:11], CreatedBy: "test", CreatedAt: now}
+	tok := auth.APIToken{Name: name, Role: role, TokenHash: sha256Hex(who.token), Prefix: who.token[3:11], CreatedBy: "test", CreatedAt: now}
 	if err := b.s.W.Create(&tok).Error; err != nil {
 		return nil, fmt.Errorf("token of %s: %w", name, err)
 	}

@@ -14,7 +14,9 @@ import (
 	"github.com/labstack/echo/v5"
 	"github.com/labstack/echo/v5/middleware"
 
+	"unhold/auth"
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 )
 
@@ -22,6 +24,9 @@ import (
 type Deps struct {
 	Store *models.Store
 	Log   *slog.Logger
+	// Auth is the accounts, sessions and tokens requests are signed in
+	// with; nil is one on Store with the default policies.
+	Auth *auth.Store
 	// Wake, when set, tells the local worker that release tasks became due
 	// (a close that won, a rerun), so it claims them without waiting for
 	// its next sweep. It must not block.
@@ -32,9 +37,9 @@ type Deps struct {
 	// Scheduler, when set, lists the periodic jobs and runs one on demand.
 	Scheduler *jobs.Scheduler
 	// Metrics, when set, is served at /metrics.
-	Metrics *jobs.Metrics
-	// Sessions bounds dashboard sessions; zero fields take the models' defaults.
-	Sessions models.SessionPolicy
+	Metrics *metrics.Metrics
+	// Sessions bounds dashboard sessions; zero fields take auth's defaults.
+	Sessions auth.SessionPolicy
 	// MetricsToken, when set, lets a scraper off the loopback read /metrics
 	// with "Authorization: Bearer <token>".
 	MetricsToken string
@@ -53,15 +58,16 @@ type Deps struct {
 // server holds the dependencies every handler uses.
 type server struct {
 	store   *models.Store
+	auth    *auth.Store
 	log     *slog.Logger
 	wake    func()
 	loc     *time.Location
 	zones   zoneCache
 	sched   *jobs.Scheduler
-	metrics *jobs.Metrics
+	metrics *metrics.Metrics
 	labels  map[string][2]string // the declared resource types' names, zh and en
 
-	sessions     models.SessionPolicy
+	sessions     auth.SessionPolicy
 	metricsToken string
 	hosts        map[string]bool // lower case; empty: any
 	gates        map[string]gate // by routeKey(method, route path)
@@ -80,15 +86,12 @@ func New(d Deps) *echo.Echo {
 	if loc == nil {
 		loc = time.UTC
 	}
-	sessions := d.Sessions
-	if sessions.Idle <= 0 {
-		sessions.Idle = 30 * time.Minute
+	a := d.Auth
+	if a == nil {
+		a = auth.New(d.Store, auth.Options{Logger: log})
 	}
-	if sessions.Absolute <= 0 {
-		sessions.Absolute = 12 * time.Hour
-	}
-	s := &server{store: d.Store, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		sessions: sessions, metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
+	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
+		sessions: d.Sessions.WithDefaults(), metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true
 	}

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/term"
 
+	"unhold/auth"
 	"unhold/config"
-	"unhold/models"
 )
 
 // accountUsage is the help of "unhold user" and "unhold token".
@@ -61,20 +61,22 @@ func accountCommand(ctx context.Context, args []string, getenv func(string) stri
 	case !needsRole && role != "":
 		return fmt.Errorf("%s takes no --role", what)
 	}
-	s, err := openStore(ctx, cfg, newLogger(cfg.LogFormat, stderr))
+	log := newLogger(cfg.LogFormat, stderr)
+	s, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
+	a := auth.New(s, auth.Options{Logger: log})
 	host, _ := os.Hostname()
 	by := "cli:" + host
 	switch what {
 	case "token add":
-		r, err := models.ParseRole(role)
+		r, err := auth.ParseRole(role)
 		if err != nil {
 			return err
 		}
-		_, secret, err := s.CreateAPIToken(ctx, name, r, by)
+		_, secret, err := a.CreateAPIToken(ctx, name, r, by)
 		if err != nil {
 			return err
 		}
@@ -82,7 +84,7 @@ func accountCommand(ctx context.Context, args []string, getenv func(string) stri
 		fmt.Fprintf(stderr, "token %q (%s) created; it is shown only this once\n", name, r)
 		return nil
 	case "user add":
-		r, err := models.ParseRole(role)
+		r, err := auth.ParseRole(role)
 		if err != nil {
 			return err
 		}
@@ -90,13 +92,13 @@ func accountCommand(ctx context.Context, args []string, getenv func(string) stri
 		if err != nil {
 			return err
 		}
-		if _, err := s.CreateUser(ctx, name, r, pw, by); err != nil {
+		if _, err := a.CreateUser(ctx, name, r, pw, by); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "user %q (%s) created\n", name, r)
 		return nil
 	}
-	u, err := s.UserByName(ctx, name)
+	u, err := a.UserByName(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -104,7 +106,7 @@ func accountCommand(ctx context.Context, args []string, getenv func(string) stri
 	if err != nil {
 		return err
 	}
-	if err := s.ResetPassword(ctx, u.ID, pw, by); err != nil {
+	if err := a.ResetPassword(ctx, u.ID, pw, by); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "password of %q reset; their sessions ended\n", name)

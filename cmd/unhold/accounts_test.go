@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -47,11 +48,12 @@ func TestUserAndTokenCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	tok, err := s.AuthenticateToken(ctx, strings.TrimSpace(out))
-	if err != nil || tok.Name != "erp" || tok.Role != models.RoleOperator {
+	a := auth.New(s, auth.Options{})
+	tok, err := a.AuthenticateToken(ctx, strings.TrimSpace(out))
+	if err != nil || tok.Name != "erp" || tok.Role != auth.RoleOperator {
 		t.Fatalf("the printed token = %+v, %v", tok, err)
 	}
-	if _, _, err := s.Login(ctx, models.LoginRequest{Name: "王 管理员", Password: "new password, long enough"}); err != nil {
+	if _, _, err := a.Login(ctx, auth.LoginRequest{Name: "王 管理员", Password: "new password, long enough"}); err != nil {
 		t.Fatalf("login with the reset password: %v", err)
 	}
 	var audit int64
@@ -84,7 +86,7 @@ func TestUserAndTokenCommands(t *testing.T) {
 			t.Errorf("%s: err = %v (out %q), want %q", c.name, err, out, c.want)
 		}
 	}
-	users, err := s.Users(ctx)
+	users, err := a.Users(ctx)
 	if err != nil || len(users) != 1 {
 		t.Fatalf("users after the refusals = %d, %v; want only the admin", len(users), err)
 	}
@@ -103,8 +105,9 @@ func TestDemoUsers(t *testing.T) {
 	if _, err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	a := auth.New(s, auth.Options{})
 	var out strings.Builder
-	if err := demoUsers(ctx, s, &out); err != nil {
+	if err := demoUsers(ctx, a, &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := regexp.MustCompile(`(?m)^demo:\s+(\w+)\s+name (\w+)\s+password (\S+)$`).FindAllStringSubmatch(out.String(), -1)
@@ -112,13 +115,13 @@ func TestDemoUsers(t *testing.T) {
 		t.Fatalf("demo printed:\n%s", out.String())
 	}
 	for _, l := range lines {
-		_, u, err := s.Login(ctx, models.LoginRequest{Name: l[2], Password: l[3]})
+		_, u, err := a.Login(ctx, auth.LoginRequest{Name: l[2], Password: l[3]})
 		if err != nil || string(u.Role) != l[1] {
 			t.Errorf("demo user %s: %+v, %v", l[2], u, err)
 		}
 	}
 	out.Reset()
-	if err := demoUsers(ctx, s, &out); err != nil || !strings.Contains(out.String(), "exist already") {
+	if err := demoUsers(ctx, a, &out); err != nil || !strings.Contains(out.String(), "exist already") {
 		t.Fatalf("second demo: %q, %v", out.String(), err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"unhold/auth"
 	"unhold/config"
 	"unhold/models"
 )
@@ -501,14 +502,15 @@ func (b *benchRun) fillShop(ctx context.Context) ([]int64, error) {
 			}
 		}
 	}
-	_, secret, err := s.CreateAPIToken(ctx, "bench", models.RoleOperator, "bench")
+	a := auth.New(s, auth.Options{Logger: b.log})
+	_, secret, err := a.CreateAPIToken(ctx, "bench", auth.RoleOperator, "bench")
 	if err != nil {
 		return nil, err
 	}
 	b.token = secret
 	if b.opt.pages {
-		b.adminPassword = models.NewPassword()
-		if _, err := s.CreateUser(ctx, benchAdmin, models.RoleAdmin, b.adminPassword, "bench"); err != nil {
+		b.adminPassword = auth.NewPassword()
+		if _, err := a.CreateUser(ctx, benchAdmin, auth.RoleAdmin, b.adminPassword, "bench"); err != nil {
 			return nil, err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -62,8 +63,8 @@ func TestPageProberSignsInAndFetchesEveryPage(t *testing.T) {
 		Items: []models.Item{{SkuID: benchSKU(0), Qty: 1}}}); err != nil {
 		t.Fatal(err)
 	}
-	pw := models.NewPassword()
-	if _, err := s.CreateUser(ctx, benchAdmin, models.RoleAdmin, pw, "test"); err != nil {
+	pw := auth.NewPassword()
+	if _, err := auth.New(s, auth.Options{}).CreateUser(ctx, benchAdmin, auth.RoleAdmin, pw, "test"); err != nil {
 		t.Fatal(err)
 	}
 	base := startProcess(t, "web", "-db", db, "-addr", "127.0.0.1:0", "-log-format", "json").addr(t)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"unhold/auth"
 	"unhold/config"
 	"unhold/jobs"
 	"unhold/models"
@@ -18,9 +19,9 @@ import (
 // demoOrders is how many orders the demo shop places.
 const demoOrders = 3000
 
-// seedDemo fills an empty database with a living demo shop. A database that
-// already has orders is left alone.
-func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog.Logger, out io.Writer) error {
+// seedDemo fills an empty database with a living demo shop, and gives it
+// demo users in a. A database that already has orders is left alone.
+func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, a *auth.Store, log *slog.Logger, out io.Writer) error {
 	var n int64
 	if err := s.R.WithContext(ctx).Model(&models.Order{}).Count(&n).Error; err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -41,13 +42,13 @@ func seedDemo(ctx context.Context, cfg config.Config, s *models.Store, log *slog
 		return err
 	}
 	fmt.Fprintf(out, "demo: %d orders (%s) in %s\n", st.orders, st.summary(), time.Since(start).Round(time.Millisecond))
-	return demoUsers(ctx, s, out)
+	return demoUsers(ctx, a, out)
 }
 
 // demoUsers gives a database without users one user per role, with made-up
 // passwords it prints, so a newcomer can sign in at once.
-func demoUsers(ctx context.Context, s *models.Store, out io.Writer) error {
-	users, err := s.Users(ctx)
+func demoUsers(ctx context.Context, a *auth.Store, out io.Writer) error {
+	users, err := a.Users(ctx)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -58,10 +59,10 @@ func demoUsers(ctx context.Context, s *models.Store, out io.Writer) error {
 	fmt.Fprintln(out, "demo: sign in with one of these (shown only now):")
 	for _, d := range []struct {
 		name string
-		role models.Role
-	}{{"admin", models.RoleAdmin}, {"ops", models.RoleOperator}, {"cs", models.RoleViewer}} {
-		pw := models.NewPassword()
-		if _, err := s.CreateUser(ctx, d.name, d.role, pw, "demo"); err != nil {
+		role auth.Role
+	}{{"admin", auth.RoleAdmin}, {"ops", auth.RoleOperator}, {"cs", auth.RoleViewer}} {
+		pw := auth.NewPassword()
+		if _, err := a.CreateUser(ctx, d.name, d.role, pw, "demo"); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 		fmt.Fprintf(out, "demo:   %-8s name %-6s password %s\n", d.role, d.name, pw)

@@ -25,6 +25,7 @@ import (
 	"time"
 	_ "time/tzdata" // time zones work on machines without a zoneinfo database
 
+	"unhold/auth"
 	"unhold/config"
 	"unhold/models"
 )
@@ -101,7 +102,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return err
 		}
 		defer s.Close()
-		return seedDemo(ctx, cfg, s, log, stdout)
+		return seedDemo(ctx, cfg, s, auth.New(s, auth.Options{Logger: log}), log, stdout)
 	case "reconcile":
 		s, err := openStore(ctx, cfg, log)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
@@ -115,7 +116,7 @@ func TestWebClosesAndWorkerReleases(t *testing.T) {
 	if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := s.CreateAPIToken(ctx, "it", models.RoleOperator, "test")
+	_, secret, err := auth.New(s, auth.Options{}).CreateAPIToken(ctx, "it", auth.RoleOperator, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

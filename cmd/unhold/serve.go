@@ -17,8 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"unhold/auth"
 	"unhold/config"
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/web"
 )
@@ -59,8 +61,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		return err
 	}
 	defer s.Close()
+	a := auth.New(s, auth.Options{Logger: log})
 	if cfg.Demo {
-		if err := seedDemo(ctx, cfg, s, log, stdout); err != nil {
+		if err := seedDemo(ctx, cfg, s, a, log, stdout); err != nil {
 			return err
 		}
 	}
@@ -68,7 +71,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	if err != nil {
 		return err
 	}
-	metrics := jobs.NewMetrics(s, log)
+	m := metrics.New(s, log)
 
 	// Workers and cron outlive ctx: each is stopped in its turn below.
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
@@ -89,7 +92,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	var wake func() // nil without a worker: a close then wakes nothing
 	var ids []string
 	if r.work {
-		pools := newPools(s, cfg, metrics, log)
+		pools := newPools(s, cfg, m, log)
 		for _, w := range pools {
 			ids = append(ids, w.ID())
 			workers.Add(1)
@@ -101,7 +104,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			workers.Add(1)
 			go func() { defer workers.Done(); jobs.ListenDue(workCtx, cfg.DB, wake, log) }()
 		}
-		if sched, err = startCron(cronCtx, cfg, s, pools[0], loc, log); err != nil {
+		if sched, err = startCron(cronCtx, cfg, s, a, pools[0], loc, log); err != nil {
 			return err
 		}
 		wake()
@@ -118,8 +121,8 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		// The Host names are those of the port actually bound (-addr may say :0).
 		listening := cfg
 		listening.Addr = ln.Addr().String()
-		srv = httpServer(web.New(web.Deps{Store: s, Log: log, Wake: wake, Location: loc, Metrics: metrics, Scheduler: sched,
-			Sessions: models.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
+		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
+			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
 			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
@@ -135,7 +138,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		srv = httpServer(workerMux(s, metrics, cfg.MetricsToken))
+		srv = httpServer(workerMux(s, m, cfg.MetricsToken))
 	}
 
 	switch r {
@@ -151,7 +154,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		fmt.Fprintf(stdout, "unhold worker running %s (database %s, %s)\n", strings.Join(ids, ", "), cfg.DB, where)
 	}
 	if r.http {
-		if users, err := s.Users(ctx); err != nil {
+		if users, err := a.Users(ctx); err != nil {
 			return err
 		} else if len(users) == 0 {
 			fmt.Fprintln(stdout, "no users yet: create the first with  unhold user add --role admin NAME")
@@ -182,14 +185,14 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 // newPools makes cfg.Pools workers sharing the outbox, each its own lease
 // owner: the worker id alone for one pool, "<worker-id>-<i>" for several.
 // A pool that claims a full batch wakes the next one.
-func newPools(s *models.Store, cfg config.Config, metrics *jobs.Metrics, log *slog.Logger) []*jobs.Worker {
+func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, log *slog.Logger) []*jobs.Worker {
 	pools := make([]*jobs.Worker, cfg.Pools)
 	for i := range pools {
 		id := cfg.WorkerID
 		if cfg.Pools > 1 {
 			id += "-" + strconv.Itoa(i+1)
 		}
-		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(metrics)
+		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m)
 	}
 	for i := 1; i < len(pools); i++ {
 		pools[i-1].WakeAlso(pools[i])
@@ -198,7 +201,7 @@ func newPools(s *models.Store, cfg config.Config, metrics *jobs.Metrics, log *sl
 }
 
 // startCron starts the periodic jobs; the sweep and the timeout close wake w.
-func startCron(ctx context.Context, cfg config.Config, s *models.Store, w *jobs.Worker, loc *time.Location, log *slog.Logger) (*jobs.Scheduler, error) {
+func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.Store, w *jobs.Worker, loc *time.Location, log *slog.Logger) (*jobs.Scheduler, error) {
 	reconcileFn := func(ctx context.Context) (string, error) {
 		run, err := s.RunReconciliation(ctx, models.ReconByCron, "cron:"+cfg.WorkerID)
 		if err != nil {
@@ -206,7 +209,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, w *jobs.
 		}
 		return fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed), nil
 	}
-	list, err := jobs.List(jobs.Deps{Store: s, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
+	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
 		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
@@ -237,7 +240,7 @@ func httpServer(h http.Handler) *http.Server {
 // counters and close-to-release histogram live in this process, so only it
 // can export them. /metrics answers the loopback, or the metrics token, as
 // the dashboard's does.
-func workerMux(s *models.Store, metrics *jobs.Metrics, token string) http.Handler {
+func workerMux(s *models.Store, m *metrics.Metrics, token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -250,12 +253,12 @@ func workerMux(s *models.Store, metrics *jobs.Metrics, token string) http.Handle
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		ip := net.ParseIP(host)
-		auth, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if (ip == nil || !ip.IsLoopback()) && (token == "" || !ok || subtle.ConstantTimeCompare([]byte(auth), []byte(token)) != 1) {
+		bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if (ip == nil || !ip.IsLoopback()) && (token == "" || !ok || subtle.ConstantTimeCompare([]byte(bearer), []byte(token)) != 1) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
-		metrics.Handler().ServeHTTP(w, r)
+		m.Handler().ServeHTTP(w, r)
 	})
 	return mux
 }

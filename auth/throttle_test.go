@@ -1,4 +1,4 @@
-package models_test
+package auth_test
 
 import (
 	"errors"
@@ -7,25 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"unhold/auth"
 	"unhold/models"
-	"unhold/models/modelstest"
 )
-
-// eachEngineWith is eachEngine with store options.
-func eachEngineWith(t *testing.T, opt models.Options, fn func(t *testing.T, b bundle)) {
-	t.Helper()
-	for _, d := range modelstest.Engines {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, setup(t, d, opt))
-		})
-	}
-}
 
 // attempt logs in and returns the wait when throttled, and the error.
 func (b bundle) attempt(name, pw, ip string) (time.Duration, error) {
-	_, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: name, Password: pw, IP: ip})
-	var te *models.ThrottledError
+	_, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: name, Password: pw, IP: ip})
+	var te *auth.ThrottledError
 	if errors.As(err, &te) {
 		return te.RetryAfter, err
 	}
@@ -35,7 +24,7 @@ func (b bundle) attempt(name, pw, ip string) (time.Duration, error) {
 // wantBad checks that a login is refused as bad credentials, not throttled.
 func (b bundle) wantBad(t *testing.T, name, pw, ip string) {
 	t.Helper()
-	if _, err := b.attempt(name, pw, ip); !errors.Is(err, models.ErrBadCredentials) {
+	if _, err := b.attempt(name, pw, ip); !errors.Is(err, auth.ErrBadCredentials) {
 		t.Fatalf("login %s at %s = %v, want BAD_CREDENTIALS", name, b.clock.Now().Format(time.TimeOnly), err)
 	}
 }
@@ -45,7 +34,7 @@ func (b bundle) wantThrottled(t *testing.T, name, pw, ip string, wait time.Durat
 	t.Helper()
 	got, err := b.attempt(name, pw, ip)
 	var me *models.Error
-	if !errors.Is(err, models.ErrLoginThrottled) || !errors.As(err, &me) || me.Code != "LOGIN_THROTTLED" || got != wait {
+	if !errors.Is(err, auth.ErrLoginThrottled) || !errors.As(err, &me) || me.Code != "LOGIN_THROTTLED" || got != wait {
 		t.Fatalf("login %s at %s = %v (retry after %s), want LOGIN_THROTTLED after %s",
 			name, b.clock.Now().Format(time.TimeOnly), err, got, wait)
 	}
@@ -68,7 +57,7 @@ func TestThrottleLocksAccount(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			eachEngine(t, func(t *testing.T, b bundle) {
-				b.addUser(t, "alice", models.RoleViewer)
+				b.addUser(t, "alice", auth.RoleViewer)
 				for range 5 {
 					b.wantBad(t, name, "wrong password", "")
 				}
@@ -109,7 +98,7 @@ func TestThrottleLocksAccount(t *testing.T) {
 // The lock is capped at MaxLock; failures start a new count once the
 // window has passed since the first one, or since the last lock ended.
 func TestThrottleCapAndWindow(t *testing.T) {
-	opt := models.Options{Throttle: models.ThrottlePolicy{
+	opt := auth.Options{Throttle: auth.ThrottlePolicy{
 		AccountFailures: 2, Window: 10 * time.Minute, BaseLock: time.Minute, MaxLock: 3 * time.Minute}}
 	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
 		const name = "ghost"
@@ -134,10 +123,10 @@ func TestThrottleCapAndWindow(t *testing.T) {
 // for any names; then it waits until the window ends. Other addresses are
 // not affected.
 func TestThrottleIP(t *testing.T) {
-	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
-		b.addUser(t, "alice", models.RoleViewer)
+	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", auth.RoleViewer)
 		const ip = "203.0.113.5"
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
 			t.Fatal(err)
 		}
 		b.wantBad(t, "bob", "x", ip)
@@ -146,7 +135,7 @@ func TestThrottleIP(t *testing.T) {
 		b.wantThrottled(t, "alice", goodPW, ip, 14*time.Minute)
 		b.wantBad(t, "dora", "x", "203.0.113.6")
 		b.clock.Advance(14 * time.Minute)
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "alice", Password: goodPW, IP: ip}); err != nil {
 			t.Fatalf("login after the window = %v", err)
 		}
 	})
@@ -155,7 +144,7 @@ func TestThrottleIP(t *testing.T) {
 // IPv6 addresses count by their /64: one host cannot walk its prefix for
 // fresh attempts; another /64 is not affected.
 func TestThrottleIPv6Prefix(t *testing.T) {
-	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
+	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
 		for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"} {
 			b.wantBad(t, "bob", "x", ip)
 		}
@@ -170,7 +159,7 @@ func TestThrottleIPv6Prefix(t *testing.T) {
 // lock are audited once.
 func TestThrottleConcurrent(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "alice", models.RoleViewer)
+		b.addUser(t, "alice", auth.RoleViewer)
 		errs := make([]error, 20)
 		var wg sync.WaitGroup
 		for i := range errs {
@@ -180,9 +169,9 @@ func TestThrottleConcurrent(t *testing.T) {
 		bad, throttled := 0, 0
 		for _, err := range errs {
 			switch {
-			case errors.Is(err, models.ErrBadCredentials):
+			case errors.Is(err, auth.ErrBadCredentials):
 				bad++
-			case errors.Is(err, models.ErrLoginThrottled):
+			case errors.Is(err, auth.ErrLoginThrottled):
 				throttled++
 			default:
 				t.Fatalf("attempt = %v", err)
@@ -203,7 +192,7 @@ func TestThrottlePerAddress(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			eachEngine(t, func(t *testing.T, b bundle) {
-				b.addUser(t, "alice", models.RoleViewer)
+				b.addUser(t, "alice", auth.RoleViewer)
 				for range 5 {
 					b.wantBad(t, name, "wrong password", "127.0.0.1")
 				}
@@ -226,9 +215,9 @@ func TestThrottlePerAddress(t *testing.T) {
 // NameFailures in a window, but only until that window ends: never longer
 // than the window, however the guessing goes on meanwhile.
 func TestThrottleNameCeiling(t *testing.T) {
-	opt := models.Options{Throttle: models.ThrottlePolicy{NameFailures: 6}}
+	opt := auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 6}}
 	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
-		b.addUser(t, "alice", models.RoleViewer)
+		b.addUser(t, "alice", auth.RoleViewer)
 		start := b.clock.Now()
 		for i := range 6 {
 			b.wantBad(t, "alice", "wrong password", fmt.Sprintf("10.0.0.%d", i+1))
@@ -256,14 +245,14 @@ func TestThrottleNameCeiling(t *testing.T) {
 // right password from another address signs in all along, and a guess
 // rate under NameFailures a window never locks the name anywhere.
 func TestThrottleSlowGuesser(t *testing.T) {
-	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{NameFailures: 10}}, func(t *testing.T, b bundle) {
-		b.addUser(t, "alice", models.RoleViewer)
+	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 10}}, func(t *testing.T, b bundle) {
+		b.addUser(t, "alice", auth.RoleViewer)
 		for range 5 {
 			b.wantBad(t, "alice", "wrong password", "127.0.0.1")
 		}
 		for hour := range 12 {
 			wait, err := b.attempt("alice", "wrong password", "127.0.0.1")
-			if !errors.Is(err, models.ErrLoginThrottled) {
+			if !errors.Is(err, auth.ErrLoginThrottled) {
 				t.Fatalf("guess at the locked address = %v", err)
 			}
 			b.clock.Advance(wait)

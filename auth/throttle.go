@@ -1,4 +1,4 @@
-package models
+package auth
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"unhold/models"
 )
 
 // Login throttling lives in the database (login_throttle), so it holds
@@ -229,11 +231,11 @@ func (s *Store) readThrottle(db *gorm.DB, keys []string, now time.Time, lock boo
 // each lock writes a "throttled" audit row, and later ones are answered
 // from a plain read, writing nothing, so a flood of refused attempts
 // neither grows the audit log nor holds SQLite's one writer.
-func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(outcome, detail string) *AuditEntry) error {
+func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(outcome, detail string) *models.AuditEntry) error {
 	p := s.throttle
 	keys := throttleKeys(name, ip)
-	now := s.Now()
-	rows, err := s.readThrottle(s.R.WithContext(ctx), keys, now, false)
+	now := s.db.Now()
+	rows, err := s.readThrottle(s.db.R.WithContext(ctx), keys, now, false)
 	if err != nil {
 		return fmt.Errorf("read login throttle: %w", err)
 	}
@@ -247,9 +249,10 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 	var refused *ThrottledError
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		refused = nil
-		now := s.Now()
+		now := s.db.Now()
 		for _, k := range keys {
-			// Insert first, so that the row exists to be locked (see ClaimJob).
+			// Insert first, so that the row exists to be locked (as
+			// models.Store.ClaimJob does).
 			err := tx.Exec(`INSERT INTO login_throttle (key, failures, window_start) VALUES (?, 0, ?) ON CONFLICT (key) DO NOTHING`,
 				k, now).Error
 			if err != nil {
@@ -325,7 +328,7 @@ func (s *Store) knownAddress(ctx context.Context, name, ip string, now time.Time
 		return false, nil
 	}
 	var until []time.Time
-	err := s.R.WithContext(ctx).Raw(`SELECT locked_until FROM login_throttle WHERE key = ? AND locked_until IS NOT NULL`,
+	err := s.db.R.WithContext(ctx).Raw(`SELECT locked_until FROM login_throttle WHERE key = ? AND locked_until IS NOT NULL`,
 		knownKey(name, ip)).Scan(&until).Error
 	if err != nil {
 		return false, err

@@ -1,4 +1,4 @@
-package models_test
+package auth_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"golang.org/x/crypto/argon2"
 
+	"unhold/auth"
 	"unhold/models"
 )
 
@@ -23,9 +24,9 @@ import (
 const goodPW = "correct horse battery"
 
 // addUser creates a user with the password goodPW.
-func (b bundle) addUser(t *testing.T, name string, role models.Role) *models.User {
+func (b bundle) addUser(t *testing.T, name string, role auth.Role) *auth.User {
 	t.Helper()
-	u, err := b.s.CreateUser(b.ctx, name, role, goodPW, "admin:setup")
+	u, err := b.a.CreateUser(b.ctx, name, role, goodPW, "admin:setup")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func (b bundle) addUser(t *testing.T, name string, role models.Role) *models.Use
 // login logs in and returns the session token.
 func (b bundle) login(t *testing.T, name, pw string) string {
 	t.Helper()
-	tok, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: name, Password: pw, IP: "192.0.2.1", UserAgent: "test"})
+	tok, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: name, Password: pw, IP: "192.0.2.1", UserAgent: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,17 +79,17 @@ func (b bundle) oneAudit(t *testing.T, action, outcome string, fn func() error) 
 
 func TestPasswordHash(t *testing.T) {
 	t.Parallel()
-	h, err := models.HashPassword(goodPW)
+	h, err := auth.HashPassword(goodPW)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") || strings.Count(h, "$") != 5 {
 		t.Fatalf("hash %q does not name argon2id with OWASP's parameters", h)
 	}
-	if ok, err := models.VerifyPassword(h, goodPW); !ok || err != nil {
+	if ok, err := auth.VerifyPassword(h, goodPW); !ok || err != nil {
 		t.Fatalf("verify the right password = %v, %v", ok, err)
 	}
-	if ok, err := models.VerifyPassword(h, goodPW+"!"); ok || err != nil {
+	if ok, err := auth.VerifyPassword(h, goodPW+"!"); ok || err != nil {
 		t.Fatalf("verify a wrong password = %v, %v", ok, err)
 	}
 	parts := strings.Split(h, "$")
@@ -107,7 +108,7 @@ func TestPasswordHash(t *testing.T) {
 		"$argon2id$v=19$m=19456,t=2,p=1$" + parts[4] + "$" + parts[5] + "$",
 		"$argon2id$v=19$m=+19456,t=2,p=1$" + parts[4] + "$" + parts[5],
 	} {
-		if ok, err := models.VerifyPassword(bad, goodPW); ok || err == nil {
+		if ok, err := auth.VerifyPassword(bad, goodPW); ok || err == nil {
 			t.Errorf("verify against %q = %v, %v; want an error", bad, ok, err)
 		}
 	}
@@ -129,7 +130,7 @@ func FuzzVerifyPassword(f *testing.F) {
 	f.Add("$argon2id$v=19$m=99999999999,t=1,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAA", "x")
 	f.Add("$$$$$", "x")
 	f.Fuzz(func(t *testing.T, encoded, pw string) {
-		ok, err := models.VerifyPassword(encoded, pw)
+		ok, err := auth.VerifyPassword(encoded, pw)
 		if ok && err != nil {
 			t.Fatalf("verify = true with error %v", err)
 		}
@@ -201,7 +202,7 @@ func TestValidUserName(t *testing.T) {
 		{"anonymous:10.0.0.1", false},
 		{"unknown-alice", true},
 	} {
-		err := models.ValidUserName(tc.name)
+		err := auth.ValidUserName(tc.name)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, models.ErrInvalid)) {
 			t.Errorf("ValidUserName(%q) = %v, want ok=%v", tc.name, err, tc.ok)
 		}
@@ -220,7 +221,7 @@ func TestValidPassword(t *testing.T) {
 		{strings.Repeat("x", 256), true},
 		{strings.Repeat("x", 257), false},
 	} {
-		err := models.ValidPassword(tc.pw)
+		err := auth.ValidPassword(tc.pw)
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, models.ErrInvalid)) {
 			t.Errorf("ValidPassword(%d bytes) = %v, want ok=%v", len(tc.pw), err, tc.ok)
 		}
@@ -229,19 +230,19 @@ func TestValidPassword(t *testing.T) {
 
 func TestRoles(t *testing.T) {
 	t.Parallel()
-	for _, r := range models.Roles {
-		if got, err := models.ParseRole(string(r)); got != r || err != nil {
+	for _, r := range auth.Roles {
+		if got, err := auth.ParseRole(string(r)); got != r || err != nil {
 			t.Errorf("ParseRole(%q) = %q, %v", r, got, err)
 		}
 	}
 	for _, s := range []string{"", "Admin", "root", " admin"} {
-		if _, err := models.ParseRole(s); !errors.Is(err, models.ErrInvalid) {
+		if _, err := auth.ParseRole(s); !errors.Is(err, models.ErrInvalid) {
 			t.Errorf("ParseRole(%q) = %v, want ErrInvalid", s, err)
 		}
 	}
-	v, o, a := models.RoleViewer, models.RoleOperator, models.RoleAdmin
+	v, o, a := auth.RoleViewer, auth.RoleOperator, auth.RoleAdmin
 	for _, tc := range []struct {
-		r, need models.Role
+		r, need auth.Role
 		want    bool
 	}{
 		{v, v, true}, {v, o, false}, {v, a, false},
@@ -259,30 +260,30 @@ func TestRoles(t *testing.T) {
 func TestUserLifecycle(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ctx := models.WithRequestMeta(b.ctx, models.RequestMeta{Role: "admin", RequestID: "req-1", IP: "192.0.2.9", UserAgent: "ua"})
-		var u *models.User
+		var u *auth.User
 		e := b.oneAudit(t, "user_create", "ok", func() (err error) {
-			u, err = b.s.CreateUser(ctx, "alice", models.RoleViewer, goodPW, "root")
+			u, err = b.a.CreateUser(ctx, "alice", auth.RoleViewer, goodPW, "root")
 			return err
 		})
 		if e.Actor != "root" || e.Target != "user:alice" || e.Role != "admin" || e.RequestID != "req-1" || e.IP != "192.0.2.9" {
 			t.Fatalf("create audit = %+v", e)
 		}
-		if u.ID == 0 || u.Role != models.RoleViewer || u.Disabled || !strings.HasPrefix(u.PasswordHash, "$argon2id$") ||
+		if u.ID == 0 || u.Role != auth.RoleViewer || u.Disabled || !strings.HasPrefix(u.PasswordHash, "$argon2id$") ||
 			!u.CreatedAt.Equal(b.clock.Now()) || !u.PasswordChangedAt.Equal(b.clock.Now()) || u.LastLoginAt != nil {
 			t.Fatalf("created %+v", u)
 		}
 		before := b.audits(t, "1 = 1")
-		if _, err := b.s.CreateUser(ctx, "alice", models.RoleAdmin, goodPW, "root"); !errors.Is(err, models.ErrUserExists) {
+		if _, err := b.a.CreateUser(ctx, "alice", auth.RoleAdmin, goodPW, "root"); !errors.Is(err, auth.ErrUserExists) {
 			t.Fatalf("duplicate create = %v, want ErrUserExists", err)
 		}
 		var me *models.Error
-		if _, err := b.s.CreateUser(ctx, "alice", models.RoleAdmin, goodPW, "root"); !errors.As(err, &me) || me.Code != "USER_EXISTS" {
+		if _, err := b.a.CreateUser(ctx, "alice", auth.RoleAdmin, goodPW, "root"); !errors.As(err, &me) || me.Code != "USER_EXISTS" {
 			t.Fatalf("duplicate create = %v, want code USER_EXISTS", err)
 		}
 		for _, bad := range []struct{ name, role, pw string }{
 			{"", "viewer", goodPW}, {"bob", "root", goodPW}, {"bob", "viewer", "short"},
 		} {
-			if _, err := b.s.CreateUser(ctx, bad.name, models.Role(bad.role), bad.pw, "root"); !errors.Is(err, models.ErrInvalid) {
+			if _, err := b.a.CreateUser(ctx, bad.name, auth.Role(bad.role), bad.pw, "root"); !errors.Is(err, models.ErrInvalid) {
 				t.Errorf("create %+v = %v, want ErrInvalid", bad, err)
 			}
 		}
@@ -290,38 +291,38 @@ func TestUserLifecycle(t *testing.T) {
 			t.Fatalf("refused creates wrote %d audit rows", n-before)
 		}
 
-		e = b.oneAudit(t, "user_role", "ok", func() error { return b.s.SetUserRole(ctx, u.ID, models.RoleAdmin, "root") })
+		e = b.oneAudit(t, "user_role", "ok", func() error { return b.a.SetUserRole(ctx, u.ID, auth.RoleAdmin, "root") })
 		if e.Detail != "viewer→admin" || e.Target != "user:alice" {
 			t.Fatalf("role audit = %+v", e)
 		}
-		b.addUser(t, "carol", models.RoleAdmin) // alice is not the last admin
-		b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, true, "root"); return err })
-		b.oneAudit(t, "user_enable", "ok", func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
-		b.oneAudit(t, "user_reset_password", "ok", func() error { return b.s.ResetPassword(ctx, u.ID, "a new password", "root") })
-		got, err := b.s.UserByID(b.ctx, u.ID)
-		if err != nil || got.Role != models.RoleAdmin || got.Disabled || got.PasswordHash == u.PasswordHash {
+		b.addUser(t, "carol", auth.RoleAdmin) // alice is not the last admin
+		b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.a.SetUserDisabled(ctx, u.ID, true, "root"); return err })
+		b.oneAudit(t, "user_enable", "ok", func() error { _, err := b.a.SetUserDisabled(ctx, u.ID, false, "root"); return err })
+		b.oneAudit(t, "user_reset_password", "ok", func() error { return b.a.ResetPassword(ctx, u.ID, "a new password", "root") })
+		got, err := b.a.UserByID(b.ctx, u.ID)
+		if err != nil || got.Role != auth.RoleAdmin || got.Disabled || got.PasswordHash == u.PasswordHash {
 			t.Fatalf("user after changes = %+v, %v", got, err)
 		}
-		if byName, err := b.s.UserByName(b.ctx, "alice"); err != nil || byName.ID != u.ID {
+		if byName, err := b.a.UserByName(b.ctx, "alice"); err != nil || byName.ID != u.ID {
 			t.Fatalf("by name = %+v, %v", byName, err)
 		}
-		if _, err := b.s.UserByID(b.ctx, 999); !errors.Is(err, models.ErrNotFound) {
+		if _, err := b.a.UserByID(b.ctx, 999); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("missing user = %v", err)
 		}
-		if _, err := b.s.UserByName(b.ctx, "Alice"); !errors.Is(err, models.ErrNotFound) {
+		if _, err := b.a.UserByName(b.ctx, "Alice"); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("names are exact: Alice = %v", err)
 		}
-		if err := b.s.SetUserRole(ctx, 999, models.RoleViewer, "root"); !errors.Is(err, models.ErrNotFound) {
+		if err := b.a.SetUserRole(ctx, 999, auth.RoleViewer, "root"); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("role of a missing user = %v", err)
 		}
-		users, err := b.s.Users(b.ctx)
+		users, err := b.a.Users(b.ctx)
 		if err != nil || len(users) != 2 || users[0].Name != "alice" || users[1].Name != "carol" {
 			t.Fatalf("users = %+v, %v", users, err)
 		}
 		// No change, no row.
 		before = b.audits(t, "1 = 1")
-		must(t, func() error { return b.s.SetUserRole(ctx, u.ID, models.RoleAdmin, "root") })
-		must(t, func() error { _, err := b.s.SetUserDisabled(ctx, u.ID, false, "root"); return err })
+		must(t, func() error { return b.a.SetUserRole(ctx, u.ID, auth.RoleAdmin, "root") })
+		must(t, func() error { _, err := b.a.SetUserDisabled(ctx, u.ID, false, "root"); return err })
 		if n := b.audits(t, "1 = 1"); n != before {
 			t.Fatalf("changes to the same value wrote %d audit rows", n-before)
 		}
@@ -332,48 +333,48 @@ func TestUserLifecycle(t *testing.T) {
 // themselves; with another admin, either is allowed.
 func TestLastAdmin(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		a := b.addUser(t, "ann", models.RoleAdmin)
-		v := b.addUser(t, "vic", models.RoleViewer)
+		a := b.addUser(t, "ann", auth.RoleAdmin)
+		v := b.addUser(t, "vic", auth.RoleViewer)
 		before := b.audits(t, "1 = 1")
 		var me *models.Error
-		if err := b.s.SetUserRole(b.ctx, a.ID, models.RoleOperator, "ann"); !errors.As(err, &me) || me.Code != "LAST_ADMIN" {
+		if err := b.a.SetUserRole(b.ctx, a.ID, auth.RoleOperator, "ann"); !errors.As(err, &me) || me.Code != "LAST_ADMIN" {
 			t.Fatalf("demote the last admin = %v", err)
 		}
-		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		if _, err := b.a.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, auth.ErrLastAdmin) {
 			t.Fatalf("disable the last admin = %v", err)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
 			t.Fatalf("refusals wrote %d audit rows", n-before)
 		}
 		// A disabled admin does not count.
-		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "ann"); return err })
-		if _, err := b.s.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, models.ErrLastAdmin) {
+		must(t, func() error { return b.a.SetUserRole(b.ctx, v.ID, auth.RoleAdmin, "ann") })
+		must(t, func() error { _, err := b.a.SetUserDisabled(b.ctx, v.ID, true, "ann"); return err })
+		if _, err := b.a.SetUserDisabled(b.ctx, a.ID, true, "ann"); !errors.Is(err, auth.ErrLastAdmin) {
 			t.Fatalf("disable the last enabled admin = %v", err)
 		}
 		// Demoting a disabled admin is fine; so is ann leaving once vic is back.
-		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleOperator, "ann") })
-		must(t, func() error { return b.s.SetUserRole(b.ctx, v.ID, models.RoleAdmin, "ann") })
-		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, v.ID, false, "ann"); return err })
-		must(t, func() error { return b.s.SetUserRole(b.ctx, a.ID, models.RoleViewer, "ann") })
-		if _, err := b.s.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, models.ErrLastAdmin) {
+		must(t, func() error { return b.a.SetUserRole(b.ctx, v.ID, auth.RoleOperator, "ann") })
+		must(t, func() error { return b.a.SetUserRole(b.ctx, v.ID, auth.RoleAdmin, "ann") })
+		must(t, func() error { _, err := b.a.SetUserDisabled(b.ctx, v.ID, false, "ann"); return err })
+		must(t, func() error { return b.a.SetUserRole(b.ctx, a.ID, auth.RoleViewer, "ann") })
+		if _, err := b.a.SetUserDisabled(b.ctx, v.ID, true, "vic"); !errors.Is(err, auth.ErrLastAdmin) {
 			t.Fatalf("vic disabling himself as the last admin = %v", err)
 		}
 
 		// Two admins disabling each other at once: one wins.
-		must(t, func() error { return b.s.SetUserRole(b.ctx, a.ID, models.RoleAdmin, "vic") })
+		must(t, func() error { return b.a.SetUserRole(b.ctx, a.ID, auth.RoleAdmin, "vic") })
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, id := range []int64{a.ID, v.ID} {
-			wg.Go(func() { _, errs[i] = b.s.SetUserDisabled(b.ctx, id, true, "race") })
+			wg.Go(func() { _, errs[i] = b.a.SetUserDisabled(b.ctx, id, true, "race") })
 		}
 		wg.Wait()
-		if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], models.ErrLastAdmin) || errors.Is(errs[1], models.ErrLastAdmin)) {
+		if (errs[0] == nil) == (errs[1] == nil) || !(errors.Is(errs[0], auth.ErrLastAdmin) || errors.Is(errs[1], auth.ErrLastAdmin)) {
 			t.Fatalf("concurrent disables = %v; want exactly one ErrLastAdmin", errs)
 		}
 		var enabled int64
 		must(t, func() error {
-			return b.s.R.Model(&models.User{}).Where("role = ? AND disabled = ?", models.RoleAdmin, false).Count(&enabled).Error
+			return b.s.R.Model(&auth.User{}).Where("role = ? AND disabled = ?", auth.RoleAdmin, false).Count(&enabled).Error
 		})
 		if enabled != 1 {
 			t.Fatalf("%d enabled admins after the race, want 1", enabled)
@@ -386,29 +387,29 @@ func TestLastAdmin(t *testing.T) {
 // the user again does not bring them back.
 func TestDisableRevokesTokens(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "lea", models.RoleAdmin)
-		b.addUser(t, "ann", models.RoleAdmin)
-		_, leas, err := b.s.CreateAPIToken(b.ctx, "lea-erp", models.RoleAdmin, "lea")
+		u := b.addUser(t, "lea", auth.RoleAdmin)
+		b.addUser(t, "ann", auth.RoleAdmin)
+		_, leas, err := b.a.CreateAPIToken(b.ctx, "lea-erp", auth.RoleAdmin, "lea")
 		must(t, func() error { return err })
-		_, old, err := b.s.CreateAPIToken(b.ctx, "lea-old", models.RoleViewer, "lea")
+		_, old, err := b.a.CreateAPIToken(b.ctx, "lea-old", auth.RoleViewer, "lea")
 		must(t, func() error { return err })
-		_, anns, err := b.s.CreateAPIToken(b.ctx, "ann-crm", models.RoleOperator, "ann")
+		_, anns, err := b.a.CreateAPIToken(b.ctx, "ann-crm", auth.RoleOperator, "ann")
 		must(t, func() error { return err })
-		oldTok, err := b.s.AuthenticateToken(b.ctx, old)
+		oldTok, err := b.a.AuthenticateToken(b.ctx, old)
 		must(t, func() error { return err })
-		must(t, func() error { return b.s.RevokeAPIToken(b.ctx, oldTok.ID, "lea") })
-		if n, err := b.s.LiveTokensByCreator(b.ctx); err != nil || n["lea"] != 1 || n["ann"] != 1 {
+		must(t, func() error { return b.a.RevokeAPIToken(b.ctx, oldTok.ID, "lea") })
+		if n, err := b.a.LiveTokensByCreator(b.ctx); err != nil || n["lea"] != 1 || n["ann"] != 1 {
 			t.Fatalf("live tokens by creator = %v, %v", n, err)
 		}
 		before := b.audits(t, "action = 'token_revoke'")
-		n, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "ann")
+		n, err := b.a.SetUserDisabled(b.ctx, u.ID, true, "ann")
 		if err != nil || n != 1 {
 			t.Fatalf("disable = %d revoked, %v; want 1", n, err)
 		}
-		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+		if _, err := b.a.AuthenticateToken(b.ctx, leas); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("the disabled user's token = %v, want NO_SESSION", err)
 		}
-		if _, err := b.s.AuthenticateToken(b.ctx, anns); err != nil {
+		if _, err := b.a.AuthenticateToken(b.ctx, anns); err != nil {
 			t.Fatalf("another user's token = %v", err)
 		}
 		if got := b.audits(t, "action = 'token_revoke' AND target = 'token:lea-erp' AND actor = 'ann'"); got != 1 ||
@@ -418,10 +419,10 @@ func TestDisableRevokesTokens(t *testing.T) {
 		if e := b.lastAudit(t); e.Action != "user_disable" || e.Detail != "0 session(s) ended; 1 API token(s) revoked" {
 			t.Fatalf("disable audit = %+v", e)
 		}
-		if n, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "ann"); err != nil || n != 0 {
+		if n, err := b.a.SetUserDisabled(b.ctx, u.ID, false, "ann"); err != nil || n != 0 {
 			t.Fatalf("enable = %d, %v", n, err)
 		}
-		if _, err := b.s.AuthenticateToken(b.ctx, leas); !errors.Is(err, models.ErrNoSession) {
+		if _, err := b.a.AuthenticateToken(b.ctx, leas); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("the token after the user was enabled again = %v", err)
 		}
 	})
@@ -430,30 +431,30 @@ func TestDisableRevokesTokens(t *testing.T) {
 // Disabling a user and resetting their password end all their sessions.
 func TestDisableAndResetEndSessions(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "otto", models.RoleOperator)
+		u := b.addUser(t, "otto", auth.RoleOperator)
 		t1, t2 := b.login(t, "otto", goodPW), b.login(t, "otto", goodPW)
-		if n, err := b.s.UserSessions(b.ctx, u.ID); n != 2 || err != nil {
+		if n, err := b.a.UserSessions(b.ctx, u.ID); n != 2 || err != nil {
 			t.Fatalf("sessions = %d, %v", n, err)
 		}
-		e := b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, true, "root"); return err })
+		e := b.oneAudit(t, "user_disable", "ok", func() error { _, err := b.a.SetUserDisabled(b.ctx, u.ID, true, "root"); return err })
 		if e.Detail != "2 session(s) ended" {
 			t.Fatalf("disable audit = %+v", e)
 		}
 		for _, tok := range []string{t1, t2} {
-			if _, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+			if _, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 				t.Fatalf("session of a disabled user = %v", err)
 			}
 		}
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "otto", Password: goodPW}); !errors.Is(err, models.ErrBadCredentials) {
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "otto", Password: goodPW}); !errors.Is(err, auth.ErrBadCredentials) {
 			t.Fatalf("login of a disabled user = %v", err)
 		}
-		must(t, func() error { _, err := b.s.SetUserDisabled(b.ctx, u.ID, false, "root"); return err })
+		must(t, func() error { _, err := b.a.SetUserDisabled(b.ctx, u.ID, false, "root"); return err })
 		t3 := b.login(t, "otto", goodPW)
-		must(t, func() error { return b.s.ResetPassword(b.ctx, u.ID, "reset by root", "root") })
-		if _, _, _, err := b.s.SessionUser(b.ctx, t3, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+		must(t, func() error { return b.a.ResetPassword(b.ctx, u.ID, "reset by root", "root") })
+		if _, _, _, err := b.a.SessionUser(b.ctx, t3, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session after a reset = %v", err)
 		}
-		if n, err := b.s.UserSessions(b.ctx, u.ID); n != 0 || err != nil {
+		if n, err := b.a.UserSessions(b.ctx, u.ID); n != 0 || err != nil {
 			t.Fatalf("sessions = %d, %v", n, err)
 		}
 	})
@@ -463,10 +464,10 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 // session.
 func TestChangePassword(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "pia", models.RoleViewer)
+		u := b.addUser(t, "pia", auth.RoleViewer)
 		keep, other := b.login(t, "pia", goodPW), b.login(t, "pia", goodPW)
 		e := b.oneAudit(t, "password_change", "refused", func() error {
-			if err := b.s.ChangePassword(b.ctx, u.ID, "not the password", "new password 1", keep); !errors.Is(err, models.ErrBadCredentials) {
+			if err := b.a.ChangePassword(b.ctx, u.ID, "not the password", "new password 1", keep); !errors.Is(err, auth.ErrBadCredentials) {
 				return fmt.Errorf("wrong old password = %v", err)
 			}
 			return nil
@@ -474,27 +475,27 @@ func TestChangePassword(t *testing.T) {
 		if e.Actor != "pia" || e.Target != "user:pia" {
 			t.Fatalf("refused audit = %+v", e)
 		}
-		if err := b.s.ChangePassword(b.ctx, u.ID, goodPW, "short", keep); !errors.Is(err, models.ErrInvalid) {
+		if err := b.a.ChangePassword(b.ctx, u.ID, goodPW, "short", keep); !errors.Is(err, models.ErrInvalid) {
 			t.Fatalf("short new password = %v", err)
 		}
 		b.clock.Advance(time.Minute)
 		e = b.oneAudit(t, "password_change", "ok", func() error {
-			return b.s.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep)
+			return b.a.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep)
 		})
 		if e.Actor != "pia" || e.Detail != "1 other session(s) ended" {
 			t.Fatalf("change audit = %+v", e)
 		}
-		if _, _, _, err := b.s.SessionUser(b.ctx, keep, models.SessionPolicy{}); err != nil {
+		if _, _, _, err := b.a.SessionUser(b.ctx, keep, auth.SessionPolicy{}); err != nil {
 			t.Fatalf("the kept session = %v", err)
 		}
-		if _, _, _, err := b.s.SessionUser(b.ctx, other, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+		if _, _, _, err := b.a.SessionUser(b.ctx, other, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("the other session = %v", err)
 		}
-		got, _ := b.s.UserByID(b.ctx, u.ID)
+		got, _ := b.a.UserByID(b.ctx, u.ID)
 		if !got.PasswordChangedAt.Equal(b.clock.Now()) {
 			t.Fatalf("password_changed_at = %v", got.PasswordChangedAt)
 		}
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "pia", Password: goodPW}); !errors.Is(err, models.ErrBadCredentials) {
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "pia", Password: goodPW}); !errors.Is(err, auth.ErrBadCredentials) {
 			t.Fatalf("login with the old password = %v", err)
 		}
 		b.login(t, "pia", "new password 1")
@@ -506,8 +507,8 @@ func TestChangePassword(t *testing.T) {
 // user signs in with the new password at once, from there too. A lock of
 // another name that ends in "|rosa" stays.
 func TestResetLiftsLoginLock(t *testing.T) {
-	eachEngineWith(t, models.Options{Throttle: models.ThrottlePolicy{NameFailures: 7}}, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "rosa", models.RoleViewer)
+	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 7}}, func(t *testing.T, b bundle) {
+		u := b.addUser(t, "rosa", auth.RoleViewer)
 		const home, other = "203.0.113.9", "203.0.113.10"
 		for i := range 7 {
 			ip := home
@@ -520,14 +521,14 @@ func TestResetLiftsLoginLock(t *testing.T) {
 			b.wantBad(t, "ip:"+home+"|rosa", "x", home)
 		}
 		b.wantThrottled(t, "rosa", goodPW, home, 15*time.Minute)
-		if wait, err := b.attempt("rosa", goodPW, "198.51.100.7"); !errors.Is(err, models.ErrLoginThrottled) || wait <= 0 {
+		if wait, err := b.attempt("rosa", goodPW, "198.51.100.7"); !errors.Is(err, auth.ErrLoginThrottled) || wait <= 0 {
 			t.Fatalf("name-wide lock = %v", err)
 		}
-		if err := b.s.ResetPassword(b.ctx, u.ID, "a brand new password", "admin"); err != nil {
+		if err := b.a.ResetPassword(b.ctx, u.ID, "a brand new password", "admin"); err != nil {
 			t.Fatal(err)
 		}
 		b.wantOK(t, "rosa", "a brand new password", home)
-		if _, err := b.attempt("ip:"+home+"|rosa", "x", home); !errors.Is(err, models.ErrLoginThrottled) {
+		if _, err := b.attempt("ip:"+home+"|rosa", "x", home); !errors.Is(err, auth.ErrLoginThrottled) {
 			t.Fatalf("the lock of another name was lifted too: %v", err)
 		}
 	})
@@ -538,23 +539,23 @@ func TestResetLiftsLoginLock(t *testing.T) {
 // even with the right password, and writes one throttled row.
 func TestChangePasswordThrottled(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "quinn", models.RoleViewer)
+		u := b.addUser(t, "quinn", auth.RoleViewer)
 		keep := b.login(t, "quinn", goodPW)
 		for i := range 5 {
-			if err := b.s.ChangePassword(b.ctx, u.ID, fmt.Sprintf("guess number %d", i), "new password 1", keep); !errors.Is(err, models.ErrBadCredentials) {
+			if err := b.a.ChangePassword(b.ctx, u.ID, fmt.Sprintf("guess number %d", i), "new password 1", keep); !errors.Is(err, auth.ErrBadCredentials) {
 				t.Fatalf("guess %d = %v", i, err)
 			}
 		}
 		b.oneAudit(t, "password_change", "throttled", func() error {
-			err := b.s.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep)
-			var te *models.ThrottledError
+			err := b.a.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep)
+			var te *auth.ThrottledError
 			if !errors.As(err, &te) || te.RetryAfter <= 0 {
 				return fmt.Errorf("6th try = %v, want throttled", err)
 			}
 			return nil
 		})
 		b.clock.Advance(2 * time.Minute)
-		if err := b.s.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep); err != nil {
+		if err := b.a.ChangePassword(b.ctx, u.ID, goodPW, "new password 1", keep); err != nil {
 			t.Fatalf("after the lock: %v", err)
 		}
 		b.login(t, "quinn", "new password 1")
@@ -563,10 +564,10 @@ func TestChangePasswordThrottled(t *testing.T) {
 
 func TestLoginAndSession(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "lea", models.RoleOperator)
+		u := b.addUser(t, "lea", auth.RoleOperator)
 		var tok string
 		e := b.oneAudit(t, "login", "ok", func() (err error) {
-			tok, _, err = b.s.Login(b.ctx, models.LoginRequest{Name: "lea", Password: goodPW, IP: "192.0.2.7", UserAgent: "Firefox"})
+			tok, _, err = b.a.Login(b.ctx, auth.LoginRequest{Name: "lea", Password: goodPW, IP: "192.0.2.7", UserAgent: "Firefox"})
 			return err
 		})
 		if e.Actor != "lea" || e.Target != "user:lea" || e.IP != "192.0.2.7" || e.UserAgent != "Firefox" || e.Role != "operator" {
@@ -576,29 +577,29 @@ func TestLoginAndSession(t *testing.T) {
 			t.Fatalf("token %q is not 32 bytes of base64url: %v", tok, err)
 		}
 		var n int64
-		must(t, func() error { return b.s.R.Model(&models.Session{}).Where("token_hash = ?", tok).Count(&n).Error })
+		must(t, func() error { return b.s.R.Model(&auth.Session{}).Where("token_hash = ?", tok).Count(&n).Error })
 		if n != 0 {
 			t.Fatal("the raw token is stored")
 		}
-		got, sess, renewed, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{})
-		if err != nil || got.ID != u.ID || renewed != "" || sess.Role != models.RoleOperator || sess.IP != "192.0.2.7" ||
+		got, sess, renewed, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{})
+		if err != nil || got.ID != u.ID || renewed != "" || sess.Role != auth.RoleOperator || sess.IP != "192.0.2.7" ||
 			sess.UserAgent != "Firefox" || !sess.ExpiresAt.Equal(b.clock.Now().Add(12*time.Hour)) || got.LastLoginAt == nil {
 			t.Fatalf("session = %+v %+v %q %v", got, sess, renewed, err)
 		}
 		for _, bad := range []string{"", "nope", tok + "x", strings.Repeat("a", 10000)} {
-			if _, _, _, err := b.s.SessionUser(b.ctx, bad, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+			if _, _, _, err := b.a.SessionUser(b.ctx, bad, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 				t.Fatalf("session of %.20q = %v", bad, err)
 			}
 		}
 		// Failures all look alike.
-		for _, r := range []models.LoginRequest{
+		for _, r := range []auth.LoginRequest{
 			{Name: "lea", Password: "wrong password"},
 			{Name: "nobody", Password: goodPW},
 			{Name: "lea", Password: strings.Repeat("x", 300)},
 			{Name: "\xff\xfe", Password: goodPW},
 		} {
 			e := b.oneAudit(t, "login", "failed", func() error {
-				_, _, err := b.s.Login(b.ctx, r)
+				_, _, err := b.a.Login(b.ctx, r)
 				var me *models.Error
 				if !errors.As(err, &me) || me.Code != "BAD_CREDENTIALS" {
 					return fmt.Errorf("login %+v = %v, want BAD_CREDENTIALS", r.Name, err)
@@ -616,18 +617,18 @@ func TestLoginAndSession(t *testing.T) {
 			}
 		}
 
-		e = b.oneAudit(t, "logout", "ok", func() error { return b.s.Logout(b.ctx, tok, "lea") })
+		e = b.oneAudit(t, "logout", "ok", func() error { return b.a.Logout(b.ctx, tok, "lea") })
 		if e.Target != "user:lea" || e.Actor != "lea" {
 			t.Fatalf("logout audit = %+v", e)
 		}
-		if _, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+		if _, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session after logout = %v", err)
 		}
 		before := b.audits(t, "1 = 1")
-		if err := b.s.Logout(b.ctx, tok, "lea"); err != nil {
+		if err := b.a.Logout(b.ctx, tok, "lea"); err != nil {
 			t.Fatalf("second logout = %v", err)
 		}
-		if err := b.s.Logout(b.ctx, "", "lea"); err != nil {
+		if err := b.a.Logout(b.ctx, "", "lea"); err != nil {
 			t.Fatalf("logout without a token = %v", err)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
@@ -640,9 +641,9 @@ func TestLoginAndSession(t *testing.T) {
 // login whatever the requests; an ended session's row is deleted.
 func TestSessionExpiry(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "ida", models.RoleViewer)
-		p := models.SessionPolicy{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}
-		alive := func(tok string) error { _, _, _, err := b.s.SessionUser(b.ctx, tok, p); return err }
+		b.addUser(t, "ida", auth.RoleViewer)
+		p := auth.SessionPolicy{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}
+		alive := func(tok string) error { _, _, _, err := b.a.SessionUser(b.ctx, tok, p); return err }
 
 		idle := b.login(t, "ida", goodPW)
 		for range 2 { // requests keep it alive past Idle after the login
@@ -652,11 +653,11 @@ func TestSessionExpiry(t *testing.T) {
 			}
 		}
 		b.clock.Advance(30 * time.Minute)
-		if err := alive(idle); !errors.Is(err, models.ErrNoSession) {
+		if err := alive(idle); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session after 30m without a request = %v", err)
 		}
 
-		abs, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "ida", Password: goodPW, Policy: p})
+		abs, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "ida", Password: goodPW, Policy: p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -672,11 +673,11 @@ func TestSessionExpiry(t *testing.T) {
 			t.Fatalf("session 1µs before its end = %v", err)
 		}
 		b.clock.Advance(time.Microsecond)
-		if err := alive(abs); !errors.Is(err, models.ErrNoSession) {
+		if err := alive(abs); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session at its absolute end = %v", err)
 		}
 		var n int64
-		must(t, func() error { return b.s.R.Model(&models.Session{}).Count(&n).Error })
+		must(t, func() error { return b.s.R.Model(&auth.Session{}).Count(&n).Error })
 		if n != 0 {
 			t.Fatalf("%d ended sessions left", n)
 		}
@@ -687,38 +688,38 @@ func TestSessionExpiry(t *testing.T) {
 // from it exactly.
 func TestSessionTouch(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "tom", models.RoleViewer)
+		b.addUser(t, "tom", auth.RoleViewer)
 		tok := b.login(t, "tom", goodPW)
 		seen := func() time.Time {
-			var s models.Session
+			var s auth.Session
 			must(t, func() error { return b.s.R.Take(&s).Error })
 			return s.LastSeenAt
 		}
 		start := b.clock.Now()
 		b.clock.Advance(30 * time.Second)
-		_, sess, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{})
+		_, sess, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{})
 		if err != nil || !seen().Equal(start) || !sess.LastSeenAt.Equal(start) {
 			t.Fatalf("touched after 30s: %v, %v", seen(), err)
 		}
 		b.clock.Advance(30 * time.Second)
-		must(t, func() error { _, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); return err })
+		must(t, func() error { _, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); return err })
 		if !seen().Equal(start) {
 			t.Fatalf("touched at exactly one minute: %v", seen())
 		}
 		b.clock.Advance(time.Second)
-		_, sess, _, err = b.s.SessionUser(b.ctx, tok, models.SessionPolicy{})
+		_, sess, _, err = b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{})
 		if err != nil || !seen().Equal(b.clock.Now()) || !sess.LastSeenAt.Equal(b.clock.Now()) {
 			t.Fatalf("not touched after 61s: %v, %v", seen(), err)
 		}
 		// The idle limit counts from the last touch, not from the login.
 		touched := seen()
 		b.clock.Advance(30*time.Minute - time.Microsecond)
-		must(t, func() error { _, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); return err })
+		must(t, func() error { _, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); return err })
 		if !seen().After(touched) {
 			t.Fatal("last_seen_at did not move")
 		}
 		b.clock.Advance(30 * time.Minute)
-		if _, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+		if _, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session 30m after its last touch = %v", err)
 		}
 	})
@@ -729,17 +730,17 @@ func TestSessionTouch(t *testing.T) {
 // minute ends.
 func TestSessionShortIdle(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "tia", models.RoleViewer)
-		p := models.SessionPolicy{Idle: time.Minute, Absolute: time.Hour}
+		b.addUser(t, "tia", auth.RoleViewer)
+		p := auth.SessionPolicy{Idle: time.Minute, Absolute: time.Hour}
 		tok := b.login(t, "tia", goodPW)
 		for i := range 12 {
 			b.clock.Advance(20 * time.Second)
-			if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); err != nil {
+			if _, _, _, err := b.a.SessionUser(b.ctx, tok, p); err != nil {
 				t.Fatalf("request %d, %s after the login: %v", i+1, time.Duration(i+1)*20*time.Second, err)
 			}
 		}
 		b.clock.Advance(time.Minute)
-		if _, _, _, err := b.s.SessionUser(b.ctx, tok, p); !errors.Is(err, models.ErrNoSession) {
+		if _, _, _, err := b.a.SessionUser(b.ctx, tok, p); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("session a minute after its last request = %v", err)
 		}
 	})
@@ -749,39 +750,39 @@ func TestSessionShortIdle(t *testing.T) {
 // same end; the old token stops working.
 func TestSessionRenewOnRoleChange(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "rita", models.RoleViewer)
+		u := b.addUser(t, "rita", auth.RoleViewer)
 		old := b.login(t, "rita", goodPW)
-		_, first, _, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{})
+		_, first, _, err := b.a.SessionUser(b.ctx, old, auth.SessionPolicy{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		b.clock.Advance(5 * time.Minute)
-		must(t, func() error { return b.s.SetUserRole(b.ctx, u.ID, models.RoleOperator, "root") })
+		must(t, func() error { return b.a.SetUserRole(b.ctx, u.ID, auth.RoleOperator, "root") })
 		before := b.audits(t, "1 = 1")
-		got, sess, renewed, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{})
-		if err != nil || renewed == "" || renewed == old || got.Role != models.RoleOperator || sess.Role != models.RoleOperator ||
+		got, sess, renewed, err := b.a.SessionUser(b.ctx, old, auth.SessionPolicy{})
+		if err != nil || renewed == "" || renewed == old || got.Role != auth.RoleOperator || sess.Role != auth.RoleOperator ||
 			!sess.ExpiresAt.Equal(first.ExpiresAt) {
 			t.Fatalf("after the role change: %+v %+v %q %v", got, sess, renewed, err)
 		}
 		// A request racing the renewal with the old token goes through with
 		// the new role, is not renewed again, and leaves the cookie alone;
 		// a minute later the old token is gone.
-		_, racing, again, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{})
-		if err != nil || again != "" || racing.Role != models.RoleOperator {
+		_, racing, again, err := b.a.SessionUser(b.ctx, old, auth.SessionPolicy{})
+		if err != nil || again != "" || racing.Role != auth.RoleOperator {
 			t.Fatalf("the old token within the grace = %+v %q %v", racing, again, err)
 		}
-		_, sess, again, err = b.s.SessionUser(b.ctx, renewed, models.SessionPolicy{})
-		if err != nil || again != "" || sess.Role != models.RoleOperator {
+		_, sess, again, err = b.a.SessionUser(b.ctx, renewed, auth.SessionPolicy{})
+		if err != nil || again != "" || sess.Role != auth.RoleOperator {
 			t.Fatalf("the renewed token = %+v %q %v", sess, again, err)
 		}
 		b.clock.Advance(time.Minute)
-		if _, _, _, err := b.s.SessionUser(b.ctx, old, models.SessionPolicy{}); !errors.Is(err, models.ErrNoSession) {
+		if _, _, _, err := b.a.SessionUser(b.ctx, old, auth.SessionPolicy{}); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("the old token after the grace = %v", err)
 		}
-		if _, _, _, err := b.s.SessionUser(b.ctx, renewed, models.SessionPolicy{}); err != nil {
+		if _, _, _, err := b.a.SessionUser(b.ctx, renewed, auth.SessionPolicy{}); err != nil {
 			t.Fatalf("the renewed token after the grace = %v", err)
 		}
-		if n, _ := b.s.UserSessions(b.ctx, u.ID); n != 1 {
+		if n, _ := b.a.UserSessions(b.ctx, u.ID); n != 1 {
 			t.Fatalf("%d sessions after a renewal", n)
 		}
 		if n := b.audits(t, "1 = 1"); n != before {
@@ -794,14 +795,14 @@ func TestSessionRenewOnRoleChange(t *testing.T) {
 // exactly one renews the session.
 func TestSessionRenewRace(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "ruth", models.RoleViewer)
+		u := b.addUser(t, "ruth", auth.RoleViewer)
 		old := b.login(t, "ruth", goodPW)
-		must(t, func() error { return b.s.SetUserRole(b.ctx, u.ID, models.RoleAdmin, "root") })
+		must(t, func() error { return b.a.SetUserRole(b.ctx, u.ID, auth.RoleAdmin, "root") })
 		renewed := make([]string, 8)
 		errs := make([]error, 8)
 		var wg sync.WaitGroup
 		for i := range renewed {
-			wg.Go(func() { _, _, renewed[i], errs[i] = b.s.SessionUser(b.ctx, old, models.SessionPolicy{}) })
+			wg.Go(func() { _, _, renewed[i], errs[i] = b.a.SessionUser(b.ctx, old, auth.SessionPolicy{}) })
 		}
 		wg.Wait()
 		n := 0
@@ -821,30 +822,30 @@ func TestSessionRenewRace(t *testing.T) {
 
 func TestPruneSessions(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		u := b.addUser(t, "pat", models.RoleViewer)
-		short := models.SessionPolicy{Absolute: time.Hour}
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "pat", Password: goodPW, Policy: short}); err != nil {
+		u := b.addUser(t, "pat", auth.RoleViewer)
+		short := auth.SessionPolicy{Absolute: time.Hour}
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "pat", Password: goodPW, Policy: short}); err != nil {
 			t.Fatal(err)
 		}
 		b.login(t, "pat", goodPW)
 		// A failure leaves throttle rows for the address and the name.
-		if _, _, err := b.s.Login(b.ctx, models.LoginRequest{Name: "ghost", Password: "x", IP: "198.51.100.1"}); !errors.Is(err, models.ErrBadCredentials) {
+		if _, _, err := b.a.Login(b.ctx, auth.LoginRequest{Name: "ghost", Password: "x", IP: "198.51.100.1"}); !errors.Is(err, auth.ErrBadCredentials) {
 			t.Fatal(err)
 		}
-		n, err := b.s.PruneSessions(b.ctx, b.clock.Now().Add(10*time.Minute))
+		n, err := b.a.PruneSessions(b.ctx, b.clock.Now().Add(10*time.Minute))
 		if err != nil || n != 0 {
 			t.Fatalf("prune within the throttle window = %d, %v", n, err)
 		}
 		// The short session, and the throttle rows ip:192.0.2.1, user:pat,
 		// ip:198.51.100.1, user:ghost and ghost's pair with 198.51.100.1 (a
 		// success deletes its pair row).
-		n, err = b.s.PruneSessions(b.ctx, b.clock.Now().Add(time.Hour))
+		n, err = b.a.PruneSessions(b.ctx, b.clock.Now().Add(time.Hour))
 		if err != nil || n != 6 {
 			var rows []map[string]any
 			_ = b.s.R.Raw("SELECT * FROM login_throttle").Scan(&rows).Error
 			t.Fatalf("prune at 1h = %d, %v; throttle %v", n, err, rows)
 		}
-		if c, _ := b.s.UserSessions(b.ctx, u.ID); c != 1 {
+		if c, _ := b.a.UserSessions(b.ctx, u.ID); c != 1 {
 			t.Fatalf("%d sessions left, want 1", c)
 		}
 	})
@@ -854,17 +855,17 @@ func TestPruneSessions(t *testing.T) {
 func TestUserNameStoredVerbatim(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		name := `x'); DROP TABLE users;--<script>alert("é")</script>`
-		u := b.addUser(t, name, models.RoleViewer)
-		got, err := b.s.UserByName(b.ctx, name)
+		u := b.addUser(t, name, auth.RoleViewer)
+		got, err := b.a.UserByName(b.ctx, name)
 		if err != nil || got.ID != u.ID || got.Name != name {
 			t.Fatalf("by name = %+v, %v", got, err)
 		}
-		users, err := b.s.Users(b.ctx)
+		users, err := b.a.Users(b.ctx)
 		if err != nil || len(users) != 1 || users[0].Name != name {
 			t.Fatalf("users = %+v, %v", users, err)
 		}
 		tok := b.login(t, name, goodPW)
-		if got, _, _, err := b.s.SessionUser(b.ctx, tok, models.SessionPolicy{}); err != nil || got.Name != name {
+		if got, _, _, err := b.a.SessionUser(b.ctx, tok, auth.SessionPolicy{}); err != nil || got.Name != name {
 			t.Fatalf("session user = %+v, %v", got, err)
 		}
 		rows, _, err := b.s.AuditLog(b.ctx, models.AuditFilter{Target: "user:" + name})
@@ -876,10 +877,10 @@ func TestUserNameStoredVerbatim(t *testing.T) {
 
 func TestAPITokens(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		var tok *models.APIToken
+		var tok *auth.APIToken
 		var secret string
 		e := b.oneAudit(t, "token_create", "ok", func() (err error) {
-			tok, secret, err = b.s.CreateAPIToken(b.ctx, "ci deploy", models.RoleOperator, "ann")
+			tok, secret, err = b.a.CreateAPIToken(b.ctx, "ci deploy", auth.RoleOperator, "ann")
 			return err
 		})
 		if e.Target != "token:ci deploy" || e.Actor != "ann" || strings.Contains(e.Detail, secret) {
@@ -896,59 +897,59 @@ func TestAPITokens(t *testing.T) {
 				t.Fatalf("column %s holds the secret", col)
 			}
 		}
-		if _, _, err := b.s.CreateAPIToken(b.ctx, "ci deploy", models.RoleViewer, "ann"); !errors.Is(err, models.ErrTokenExists) {
+		if _, _, err := b.a.CreateAPIToken(b.ctx, "ci deploy", auth.RoleViewer, "ann"); !errors.Is(err, auth.ErrTokenExists) {
 			t.Fatalf("duplicate name = %v", err)
 		}
-		if _, _, err := b.s.CreateAPIToken(b.ctx, " padded", models.RoleViewer, "ann"); !errors.Is(err, models.ErrInvalid) {
+		if _, _, err := b.a.CreateAPIToken(b.ctx, " padded", auth.RoleViewer, "ann"); !errors.Is(err, models.ErrInvalid) {
 			t.Fatalf("bad name = %v", err)
 		}
 
-		got, err := b.s.AuthenticateToken(b.ctx, secret)
-		if err != nil || got.ID != tok.ID || got.Role != models.RoleOperator || got.LastUsedAt == nil || !got.LastUsedAt.Equal(b.clock.Now()) {
+		got, err := b.a.AuthenticateToken(b.ctx, secret)
+		if err != nil || got.ID != tok.ID || got.Role != auth.RoleOperator || got.LastUsedAt == nil || !got.LastUsedAt.Equal(b.clock.Now()) {
 			t.Fatalf("authenticate = %+v, %v", got, err)
 		}
 		lastUsed := func() time.Time {
-			var x models.APIToken
+			var x auth.APIToken
 			must(t, func() error { return b.s.R.Where("id = ?", tok.ID).Take(&x).Error })
 			return *x.LastUsedAt
 		}
 		used := b.clock.Now()
 		b.clock.Advance(time.Minute)
-		must(t, func() error { _, err := b.s.AuthenticateToken(b.ctx, secret); return err })
+		must(t, func() error { _, err := b.a.AuthenticateToken(b.ctx, secret); return err })
 		if !lastUsed().Equal(used) {
 			t.Fatal("last_used_at written twice in a minute")
 		}
 		b.clock.Advance(time.Second)
-		must(t, func() error { _, err := b.s.AuthenticateToken(b.ctx, secret); return err })
+		must(t, func() error { _, err := b.a.AuthenticateToken(b.ctx, secret); return err })
 		if !lastUsed().Equal(b.clock.Now()) {
 			t.Fatal("last_used_at not written after a minute")
 		}
 		for _, bad := range []string{"", "uh_", secret[:45], secret + "A", "xx" + secret[2:], "uh_" + strings.Repeat("A", 43)} {
-			if _, err := b.s.AuthenticateToken(b.ctx, bad); !errors.Is(err, models.ErrNoSession) {
+			if _, err := b.a.AuthenticateToken(b.ctx, bad); !errors.Is(err, auth.ErrNoSession) {
 				t.Fatalf("authenticate %q = %v", bad, err)
 			}
 		}
 
-		e = b.oneAudit(t, "token_revoke", "ok", func() error { return b.s.RevokeAPIToken(b.ctx, tok.ID, "ann") })
+		e = b.oneAudit(t, "token_revoke", "ok", func() error { return b.a.RevokeAPIToken(b.ctx, tok.ID, "ann") })
 		if e.Target != "token:ci deploy" {
 			t.Fatalf("revoke audit = %+v", e)
 		}
-		if _, err := b.s.AuthenticateToken(b.ctx, secret); !errors.Is(err, models.ErrNoSession) {
+		if _, err := b.a.AuthenticateToken(b.ctx, secret); !errors.Is(err, auth.ErrNoSession) {
 			t.Fatalf("revoked token = %v", err)
 		}
-		if err := b.s.RevokeAPIToken(b.ctx, tok.ID, "ann"); !errors.Is(err, models.ErrNotFound) {
+		if err := b.a.RevokeAPIToken(b.ctx, tok.ID, "ann"); !errors.Is(err, models.ErrNotFound) {
 			t.Fatalf("revoke twice = %v", err)
 		}
 		// The name is free again; live tokens list first.
-		again, secret2, err := b.s.CreateAPIToken(b.ctx, "ci deploy", models.RoleViewer, "ann")
+		again, secret2, err := b.a.CreateAPIToken(b.ctx, "ci deploy", auth.RoleViewer, "ann")
 		if err != nil || secret2 == secret {
 			t.Fatalf("reuse the name = %v", err)
 		}
-		_, _, err = b.s.CreateAPIToken(b.ctx, "backup", models.RoleAdmin, "ann")
+		_, _, err = b.a.CreateAPIToken(b.ctx, "backup", auth.RoleAdmin, "ann")
 		if err != nil {
 			t.Fatal(err)
 		}
-		list, err := b.s.APITokens(b.ctx)
+		list, err := b.a.APITokens(b.ctx)
 		if err != nil || len(list) != 3 || list[0].Name != "backup" || list[1].ID != again.ID || list[2].ID != tok.ID || list[2].RevokedAt == nil {
 			t.Fatalf("tokens = %+v, %v", list, err)
 		}
@@ -959,7 +960,7 @@ func TestAPITokens(t *testing.T) {
 // append-only through it.
 func TestAuthMigrationDownUp(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "mia", models.RoleAdmin)
+		b.addUser(t, "mia", auth.RoleAdmin)
 		db, err := b.s.W.DB()
 		if err != nil {
 			t.Fatal(err)
@@ -968,7 +969,7 @@ func TestAuthMigrationDownUp(t *testing.T) {
 		if b.s.Dialect == models.Postgres {
 			d = goose.DialectPostgres
 		}
-		p, err := goose.NewProvider(d, db, os.DirFS("migrations/"+string(b.s.Dialect)))
+		p, err := goose.NewProvider(d, db, os.DirFS("../models/migrations/"+string(b.s.Dialect)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -981,7 +982,7 @@ func TestAuthMigrationDownUp(t *testing.T) {
 		if _, err := p.Up(b.ctx); err != nil {
 			t.Fatalf("up again: %v", err)
 		}
-		b.addUser(t, "mia", models.RoleAdmin)
+		b.addUser(t, "mia", auth.RoleAdmin)
 		if err := b.s.W.Exec("UPDATE audit_log SET role = 'x'").Error; err == nil {
 			t.Fatal("audit_log is no longer append-only")
 		}
@@ -996,7 +997,7 @@ func TestSiteSecretShared(t *testing.T) {
 		errs := make([]error, len(keys))
 		var wg sync.WaitGroup
 		for i := range keys {
-			wg.Go(func() { keys[i], errs[i] = b.s.SiteSecret(b.ctx, "csrf") })
+			wg.Go(func() { keys[i], errs[i] = b.a.SiteSecret(b.ctx, "csrf") })
 		}
 		wg.Wait()
 		for i := range keys {
@@ -1004,9 +1005,21 @@ func TestSiteSecretShared(t *testing.T) {
 				t.Fatalf("call %d = %x, %v; want the 32 bytes of call 0, %x", i, keys[i], errs[i], keys[0])
 			}
 		}
-		other, err := b.s.SiteSecret(b.ctx, "other")
+		other, err := b.a.SiteSecret(b.ctx, "other")
 		if err != nil || bytes.Equal(other, keys[0]) {
 			t.Fatalf("another secret = %x, %v", other, err)
+		}
+	})
+}
+
+// An account change's audit row takes the request's metadata from the
+// context, as every audit row does (see models' TestAuditRequestMeta).
+func TestAccountAuditTakesRequestMeta(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.ctx = models.WithRequestMeta(b.ctx, models.RequestMeta{Role: "operator", RequestID: "req-7", IP: "192.0.2.44", UserAgent: "ua"})
+		b.addUser(t, "bob", auth.RoleViewer)
+		if e := b.lastAudit(t); e.Action != "user_create" || e.RequestID != "req-7" {
+			t.Fatalf("user audit = %+v", e)
 		}
 	})
 }

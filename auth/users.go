@@ -1,4 +1,4 @@
-package models
+package auth
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 	"gorm.io/gorm"
+
+	"unhold/models"
 )
 
 // Accounts: users with a role and an argon2id password. Every change is
@@ -42,7 +44,7 @@ func ParseRole(s string) (Role, error) {
 	if r := Role(s); r.rank() > 0 {
 		return r, nil
 	}
-	return "", fmt.Errorf("%w: role must be viewer, operator or admin, not %q", ErrInvalid, s)
+	return "", fmt.Errorf("%w: role must be viewer, operator or admin, not %q", models.ErrInvalid, s)
 }
 
 func (r Role) rank() int {
@@ -234,16 +236,16 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role, password
 	if err != nil {
 		return nil, fmt.Errorf("create user %s: %w", name, err)
 	}
-	now := s.Now()
+	now := s.db.Now()
 	u := &User{Name: name, Role: role, PasswordHash: hash, PasswordChangedAt: now, CreatedAt: now, UpdatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(u).Error; err != nil {
 			return err
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "user_create", Target: userTarget(name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: "user_create", Target: userTarget(name), Outcome: "ok",
 			Detail: string(role), CreatedAt: now}).Error
 	})
-	if isUniqueViolation(err) {
+	if models.IsUniqueViolation(err) {
 		return nil, fmt.Errorf("create user %s: %w", name, ErrUserExists)
 	}
 	if err != nil {
@@ -255,26 +257,26 @@ func (s *Store) CreateUser(ctx context.Context, name string, role Role, password
 // Users reads every account, by name.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	var out []User
-	if err := s.R.WithContext(ctx).Order("name").Order("id").Find(&out).Error; err != nil {
+	if err := s.db.R.WithContext(ctx).Order("name").Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("users: %w", err)
 	}
 	return out, nil
 }
 
-// UserByID reads one account; ErrNotFound when there is none.
+// UserByID reads one account; models.ErrNotFound when there is none.
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var out User
-	if err := take(s.R.WithContext(ctx).Where("id = ?", id), &out, fmt.Sprintf("user %d", id)); err != nil {
+	if err := take(s.db.R.WithContext(ctx).Where("id = ?", id), &out, fmt.Sprintf("user %d", id)); err != nil {
 		return nil, err
 	}
 	return &out, nil
 }
 
-// UserByName reads one account by its exact name; ErrNotFound when there
-// is none.
+// UserByName reads one account by its exact name; models.ErrNotFound when
+// there is none.
 func (s *Store) UserByName(ctx context.Context, name string) (*User, error) {
 	var out User
-	if err := take(s.R.WithContext(ctx).Where("name = ?", name), &out, "user "+name); err != nil {
+	if err := take(s.db.R.WithContext(ctx).Where("name = ?", name), &out, "user "+name); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -302,7 +304,7 @@ func (s *Store) lockUserAndAdmins(tx *gorm.DB, id int64) (*User, int, error) {
 		}
 	}
 	if u == nil {
-		return nil, 0, fmt.Errorf("%w: user %d", ErrNotFound, id)
+		return nil, 0, fmt.Errorf("%w: user %d", models.ErrNotFound, id)
 	}
 	return u, others, nil
 }
@@ -325,11 +327,11 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role, actor stri
 		if u.Role == RoleAdmin && !u.Disabled && others == 0 {
 			return ErrLastAdmin
 		}
-		now := s.Now()
+		now := s.db.Now()
 		if err := tx.Exec(`UPDATE users SET role = ?, updated_at = ? WHERE id = ?`, role, now, id).Error; err != nil {
 			return err
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "user_role", Target: userTarget(u.Name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: "user_role", Target: userTarget(u.Name), Outcome: "ok",
 			Detail: string(u.Role) + "→" + string(role), CreatedAt: now}).Error
 	})
 	if err != nil {
@@ -356,7 +358,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 		if disabled && u.Role == RoleAdmin && others == 0 {
 			return ErrLastAdmin
 		}
-		now := s.Now()
+		now := s.db.Now()
 		if err := tx.Exec(`UPDATE users SET disabled = ?, updated_at = ? WHERE id = ?`, disabled, now, id).Error; err != nil {
 			return err
 		}
@@ -374,7 +376,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool, ac
 				detail += fmt.Sprintf("; %d API token(s) revoked", revoked)
 			}
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: action, Target: userTarget(u.Name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: action, Target: userTarget(u.Name), Outcome: "ok",
 			Detail: detail, CreatedAt: now}).Error
 	})
 	if err != nil {
@@ -399,7 +401,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 		if err := take(tx.Raw(`SELECT * FROM users WHERE id = ?`+s.forUpdate(), id), &u, fmt.Sprintf("user %d", id)); err != nil {
 			return err
 		}
-		now := s.Now()
+		now := s.db.Now()
 		err := tx.Exec(`UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ? WHERE id = ?`,
 			hash, now, now, id).Error
 		if err != nil {
@@ -412,7 +414,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 		if res.Error != nil {
 			return res.Error
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "user_reset_password", Target: userTarget(u.Name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: "user_reset_password", Target: userTarget(u.Name), Outcome: "ok",
 			Detail: fmt.Sprintf("%d session(s) ended", res.RowsAffected), CreatedAt: now}).Error
 	})
 	if err != nil {
@@ -439,10 +441,10 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	if err != nil {
 		return fmt.Errorf("change password: %w", err)
 	}
-	audit := func(outcome, detail string) *AuditEntry {
-		return &AuditEntry{Actor: u.Name, Action: "password_change", Target: userTarget(u.Name), Outcome: outcome, Detail: detail}
+	audit := func(outcome, detail string) *models.AuditEntry {
+		return &models.AuditEntry{Actor: u.Name, Action: "password_change", Target: userTarget(u.Name), Outcome: outcome, Detail: detail}
 	}
-	ip := RequestMetaFrom(ctx).IP
+	ip := models.RequestMetaFrom(ctx).IP
 	if err := s.reserveLogin(ctx, u.Name, ip, audit); err != nil {
 		return fmt.Errorf("change password of %s: %w", u.Name, err)
 	}
@@ -454,7 +456,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	}
 	if !ok {
 		err := s.write(ctx, func(tx *gorm.DB) error {
-			return auditIn(tx, audit("refused", "wrong current password"), s.Now())
+			return auditIn(tx, audit("refused", "wrong current password"), s.db.Now())
 		})
 		if err != nil {
 			return fmt.Errorf("change password of %s: %w", u.Name, err)
@@ -466,7 +468,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 		return fmt.Errorf("change password of %s: %w", u.Name, err)
 	}
 	err = s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
+		now := s.db.Now()
 		// Only over the hash that was checked: a reset or another change in
 		// between wins, and this one has to be made again.
 		res := tx.Exec(`UPDATE users SET password_hash = ?, password_changed_at = ?, updated_at = ?
@@ -508,17 +510,4 @@ func randomSecret(n int) string {
 func hashToken(token string) string {
 	h := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(h[:])
-}
-
-// truncUTF8 cuts s to at most n bytes without splitting a character, and
-// drops any invalid UTF-8.
-func truncUTF8(s string, n int) string {
-	s = strings.ToValidUTF8(s, "")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }

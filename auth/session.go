@@ -1,4 +1,4 @@
-package models
+package auth
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"unhold/models"
 )
 
 // Browser sessions. The cookie holds a random token; the database holds its
@@ -43,7 +45,9 @@ const (
 	DefaultSessionAbsolute = 12 * time.Hour
 )
 
-func (p SessionPolicy) withDefaults() SessionPolicy {
+// WithDefaults is p with DefaultSessionIdle and DefaultSessionAbsolute in
+// its zero fields.
+func (p SessionPolicy) WithDefaults() SessionPolicy {
 	if p.Idle <= 0 {
 		p.Idle = DefaultSessionIdle
 	}
@@ -65,9 +69,6 @@ func (p SessionPolicy) touchAfter() time.Duration {
 	return min(sessionTouchEvery, p.Idle/4)
 }
 
-// maxUserAgentLen is how much of a User-Agent header is kept.
-const maxUserAgentLen = 256
-
 // LoginRequest is one login form sent.
 type LoginRequest struct {
 	Name, Password string
@@ -86,8 +87,8 @@ var errLoginMoved = errors.New("user changed during login")
 // ErrBadCredentials and take the same time; a throttled attempt is a
 // *ThrottledError.
 func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error) {
-	typed := truncUTF8(r.Name, 4*MaxNameLen)
-	ua := truncUTF8(r.UserAgent, maxUserAgentLen)
+	typed := models.TruncUTF8(r.Name, 4*MaxNameLen)
+	ua := models.TruncUTF8(r.UserAgent, models.MaxUserAgentLen)
 	// Read once, here: the audit rows name the user only when there is one,
 	// and the password check needs them. openSession goes on only while the
 	// row is still as read.
@@ -100,7 +101,7 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 		switch {
 		case err == nil:
 			u = found
-		case !errors.Is(err, ErrNotFound):
+		case !errors.Is(err, models.ErrNotFound):
 			return "", nil, fmt.Errorf("login: %w", err)
 		}
 	}
@@ -108,8 +109,8 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 	if u != nil {
 		shown = typed
 	}
-	audit := func(outcome, detail string) *AuditEntry {
-		return &AuditEntry{Actor: shown, Action: "login", Target: userTarget(shown), Outcome: outcome, Detail: detail,
+	audit := func(outcome, detail string) *models.AuditEntry {
+		return &models.AuditEntry{Actor: shown, Action: "login", Target: userTarget(shown), Outcome: outcome, Detail: detail,
 			IP: r.IP, UserAgent: ua}
 	}
 	if err := s.reserveLogin(ctx, typed, r.IP, audit); err != nil {
@@ -130,7 +131,7 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 		}
 		why = "user changed during login"
 	}
-	err = s.write(ctx, func(tx *gorm.DB) error { return auditIn(tx, audit("failed", why), s.Now()) })
+	err = s.write(ctx, func(tx *gorm.DB) error { return auditIn(tx, audit("failed", why), s.db.Now()) })
 	if err != nil {
 		return "", nil, fmt.Errorf("login %s: %w", typed, err)
 	}
@@ -175,11 +176,11 @@ func (s *Store) checkPassword(ctx context.Context, u *User, pw string) (why stri
 // openSession settles a successful login in one transaction: the name's
 // failures at the address go (see settleLogin), the session is created and last_login_at set, but
 // only while the user is still enabled with the password just checked.
-func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *AuditEntry) (string, error) {
-	p := r.Policy.withDefaults()
+func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *models.AuditEntry) (string, error) {
+	p := r.Policy.WithDefaults()
 	token := randomSecret(32)
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
+		now := s.db.Now()
 		if err := settleLogin(tx, u.Name, r.IP, now, s.throttle); err != nil {
 			return err
 		}
@@ -221,26 +222,26 @@ const renewGrace = time.Minute
 // old token takes the new role too and ends within renewGrace, so that a
 // request racing the renewal with it (a second tab) is not signed out.
 func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) (*User, *Session, string, error) {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	if token == "" || len(token) > 128 {
 		return nil, nil, "", ErrNoSession
 	}
 	hash := hashToken(token)
 	var sess Session
-	err := s.R.WithContext(ctx).Where("token_hash = ?", hash).Take(&sess).Error
+	err := s.db.R.WithContext(ctx).Where("token_hash = ?", hash).Take(&sess).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, nil, "", ErrNoSession
 	}
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("read session: %w", err)
 	}
-	now := s.Now()
+	now := s.db.Now()
 	u, err := s.UserByID(ctx, sess.UserID)
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, models.ErrNotFound) {
 		return nil, nil, "", err
 	}
 	if u == nil || u.Disabled || !sess.LastSeenAt.Add(p.Idle).After(now) || !sess.ExpiresAt.After(now) {
-		if err := s.W.WithContext(ctx).Exec(`DELETE FROM sessions WHERE token_hash = ?`, hash).Error; err != nil {
+		if err := s.db.W.WithContext(ctx).Exec(`DELETE FROM sessions WHERE token_hash = ?`, hash).Error; err != nil {
 			return nil, nil, "", fmt.Errorf("delete ended session: %w", err)
 		}
 		return nil, nil, "", ErrNoSession
@@ -289,7 +290,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, p SessionPolicy) 
 		return u, &next, renewed, nil
 	}
 	if every := p.touchAfter(); now.Sub(sess.LastSeenAt) > every {
-		err := s.W.WithContext(ctx).Exec(`UPDATE sessions SET last_seen_at = ? WHERE token_hash = ? AND last_seen_at < ?`,
+		err := s.db.W.WithContext(ctx).Exec(`UPDATE sessions SET last_seen_at = ? WHERE token_hash = ? AND last_seen_at < ?`,
 			now, hash, now.Add(-every)).Error
 		if err != nil {
 			return nil, nil, "", fmt.Errorf("touch session: %w", err)
@@ -319,7 +320,7 @@ func (s *Store) Logout(ctx context.Context, token, actor string) error {
 		if err := tx.Raw(`SELECT name FROM users WHERE id = ?`, sess.UserID).Scan(&name).Error; err != nil {
 			return err
 		}
-		return auditIn(tx, &AuditEntry{Actor: actor, Action: "logout", Target: userTarget(name), Outcome: "ok"}, s.Now())
+		return auditIn(tx, &models.AuditEntry{Actor: actor, Action: "logout", Target: userTarget(name), Outcome: "ok"}, s.db.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("logout: %w", err)
@@ -358,7 +359,7 @@ func (s *Store) PruneSessions(ctx context.Context, now time.Time) (int64, error)
 // UserSessions counts a user's sessions not past their absolute end.
 func (s *Store) UserSessions(ctx context.Context, userID int64) (int64, error) {
 	var n int64
-	err := s.R.WithContext(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, s.Now()).Count(&n).Error
+	err := s.db.R.WithContext(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, s.db.Now()).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("sessions of user %d: %w", userID, err)
 	}

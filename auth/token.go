@@ -1,4 +1,4 @@
-package models
+package auth
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"unhold/models"
 )
 
 // API tokens let scripts call the API with a role of their own. The secret
@@ -52,7 +54,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, acto
 		return nil, "", err
 	}
 	secret := APITokenPrefix + randomSecret(32)
-	now := s.Now()
+	now := s.db.Now()
 	t := &APIToken{Name: name, Role: role, TokenHash: hashToken(secret), Prefix: secret[len(APITokenPrefix) : len(APITokenPrefix)+8],
 		CreatedBy: actor, CreatedAt: now}
 	err := s.write(ctx, func(tx *gorm.DB) error {
@@ -71,10 +73,10 @@ func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, acto
 		if err := tx.Create(t).Error; err != nil {
 			return err
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "token_create", Target: tokenTarget(name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: "token_create", Target: tokenTarget(name), Outcome: "ok",
 			Detail: string(role) + ", " + t.Prefix + "…", CreatedAt: now}).Error
 	})
-	if isUniqueViolation(err) {
+	if models.IsUniqueViolation(err) {
 		return nil, "", fmt.Errorf("create api token %s: %w", name, ErrTokenExists)
 	}
 	if err != nil {
@@ -87,15 +89,15 @@ func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, acto
 // name.
 func (s *Store) APITokens(ctx context.Context) ([]APIToken, error) {
 	var out []APIToken
-	err := s.R.WithContext(ctx).Order("revoked_at IS NOT NULL").Order("name").Order("id DESC").Find(&out).Error
+	err := s.db.R.WithContext(ctx).Order("revoked_at IS NOT NULL").Order("name").Order("id DESC").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("api tokens: %w", err)
 	}
 	return out, nil
 }
 
-// RevokeAPIToken revokes a live token; ErrNotFound when there is no live
-// token with the id.
+// RevokeAPIToken revokes a live token; models.ErrNotFound when there is no
+// live token with the id.
 func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var t APIToken
@@ -103,11 +105,11 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) erro
 		if err := take(q, &t, fmt.Sprintf("live api token %d", id)); err != nil {
 			return err
 		}
-		now := s.Now()
+		now := s.db.Now()
 		if err := tx.Exec(`UPDATE api_tokens SET revoked_at = ? WHERE id = ?`, now, id).Error; err != nil {
 			return err
 		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
+		return tx.Create(&models.AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
 			Detail: t.Prefix + "…", CreatedAt: now}).Error
 	})
 	if err != nil {
@@ -135,7 +137,7 @@ func (s *Store) revokeTokensOf(tx *gorm.DB, creator, actor string, now time.Time
 		if res.RowsAffected != 1 {
 			return 0, fmt.Errorf("api token %d changed while its creator was disabled", t.ID)
 		}
-		err := tx.Create(&AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
+		err := tx.Create(&models.AuditEntry{Actor: actor, Action: "token_revoke", Target: tokenTarget(t.Name), Outcome: "ok",
 			Detail: t.Prefix + "…; its creator " + userTarget(creator) + " was disabled", CreatedAt: now}).Error
 		if err != nil {
 			return 0, err
@@ -151,7 +153,7 @@ func (s *Store) LiveTokensByCreator(ctx context.Context) (map[string]int64, erro
 		CreatedBy string
 		N         int64
 	}
-	err := s.R.WithContext(ctx).Raw(`SELECT created_by, COUNT(*) AS n FROM api_tokens WHERE revoked_at IS NULL GROUP BY created_by`).
+	err := s.db.R.WithContext(ctx).Raw(`SELECT created_by, COUNT(*) AS n FROM api_tokens WHERE revoked_at IS NULL GROUP BY created_by`).
 		Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("live api tokens by creator: %w", err)
@@ -171,16 +173,16 @@ func (s *Store) AuthenticateToken(ctx context.Context, secret string) (*APIToken
 		return nil, ErrNoSession
 	}
 	var t APIToken
-	err := s.R.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", hashToken(secret)).Take(&t).Error
+	err := s.db.R.WithContext(ctx).Where("token_hash = ? AND revoked_at IS NULL", hashToken(secret)).Take(&t).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, ErrNoSession
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read api token: %w", err)
 	}
-	now := s.Now()
+	now := s.db.Now()
 	if t.LastUsedAt == nil || now.Sub(*t.LastUsedAt) > sessionTouchEvery {
-		err := s.W.WithContext(ctx).Exec(`UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+		err := s.db.W.WithContext(ctx).Exec(`UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
 			now, t.ID, now.Add(-sessionTouchEvery)).Error
 		if err != nil {
 			return nil, fmt.Errorf("touch api token %s: %w", t.Name, err)

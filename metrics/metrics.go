@@ -1,4 +1,9 @@
-package jobs
+// Package metrics is unhold's Prometheus metrics: the release worker's
+// outcomes and latency, the HTTP server's requests, the outbox and
+// reconciliation gauges read from the database at scrape time, the
+// database pools, and the Go runtime. jobs records releases in it, web
+// records requests and serves it.
+package metrics
 
 import (
 	"context"
@@ -17,14 +22,13 @@ import (
 	"unhold/models"
 )
 
-// Outcomes of one claimed task that are the worker's, not the store's: the
-// try panicked, the store returned an error, the lease was too short to
-// start it, or the worker was stopping and handed it back untried.
+// Outcomes of one claimed task that are the worker's, not the store's, as
+// ObserveRelease records them: the try panicked, the store returned an
+// error, or the lease was too short to start it.
 const (
 	OutcomeCrashed    = "CRASHED"
 	OutcomeError      = "ERROR"
 	OutcomeLeaseShort = "LEASE_SHORT"
-	OutcomeHandedBack = "HANDED_BACK"
 )
 
 // scrapeTimeout bounds the database reads of one scrape.
@@ -79,10 +83,10 @@ type scrapeSource interface {
 	OpenDiffCounts(ctx context.Context) (map[models.ResourceType]int64, error)
 }
 
-// NewMetrics registers every unhold metric, the Go runtime and process
+// New registers every unhold metric, the Go runtime and process
 // collectors, and the database pools' statistics. log (nil: discarded)
 // receives scrape errors.
-func NewMetrics(s *models.Store, log *slog.Logger) *Metrics {
+func New(s *models.Store, log *slog.Logger) *Metrics {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

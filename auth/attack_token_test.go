@@ -1,10 +1,10 @@
-package models_test
+package auth_test
 
 import (
 	"errors"
 	"testing"
 
-	"unhold/models"
+	"unhold/auth"
 )
 
 // Attack (fails on main 84f401e): an admin's request to create an API
@@ -16,18 +16,18 @@ import (
 // user never has a live token.
 func TestAttackTokenCreatedAfterCreatorDisabled(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
-		b.addUser(t, "root", models.RoleAdmin)
-		lea := b.addUser(t, "lea", models.RoleAdmin)
-		if _, err := b.s.SetUserDisabled(b.ctx, lea.ID, true, "root"); err != nil {
+		b.addUser(t, "root", auth.RoleAdmin)
+		lea := b.addUser(t, "lea", auth.RoleAdmin)
+		if _, err := b.a.SetUserDisabled(b.ctx, lea.ID, true, "root"); err != nil {
 			t.Fatal(err)
 		}
 		// What the token form's handler does next, with the name its
 		// session was authenticated as.
-		_, _, err := b.s.CreateAPIToken(b.ctx, "lea-late", models.RoleAdmin, "lea")
-		if !errors.Is(err, models.ErrNoSession) {
+		_, _, err := b.a.CreateAPIToken(b.ctx, "lea-late", auth.RoleAdmin, "lea")
+		if !errors.Is(err, auth.ErrNoSession) {
 			t.Errorf("a disabled user's token creation = %v, want NO_SESSION", err)
 		}
-		live, err := b.s.LiveTokensByCreator(b.ctx)
+		live, err := b.a.LiveTokensByCreator(b.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package jobs_test
+package metrics_test
 
 import (
 	"bytes"
@@ -23,9 +23,33 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"unhold/jobs"
+	"unhold/metrics"
 	"unhold/models"
 	"unhold/models/modelstest"
 )
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func eachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+func placeAndClose(t *testing.T, s *models.Store, no string, qty int64) {
+	t.Helper()
+	ctx := context.Background()
+	req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: qty}}}
+	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // gather flattens what g exposes into one value per series, keyed
 // name{label="value",...} with labels in name order; a histogram gives
@@ -121,7 +145,7 @@ func TestWorkerRecordsReleases(t *testing.T) {
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		m := jobs.NewMetrics(s, quietLog())
+		m := metrics.New(s, quietLog())
 		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog()).WithMetrics(m)
 
 		placeAndClose(t, s, "o-done", 2)
@@ -136,7 +160,7 @@ func TestWorkerRecordsReleases(t *testing.T) {
 		}
 		placeAndClose(t, s, "o-crash", 1)
 		crashNext.Store(true)
-		if st := w.Drain(ctx); st[jobs.OutcomeCrashed] != 1 {
+		if st := w.Drain(ctx); st[metrics.OutcomeCrashed] != 1 {
 			t.Fatalf("drain = %v, want 1 CRASHED", st)
 		}
 		got := gather(t, m.Registry())
@@ -180,7 +204,7 @@ func TestWorkerRecordsReleases(t *testing.T) {
 func TestMetricsStartAtZero(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	got := gather(t, jobs.NewMetrics(s, quietLog()).Registry())
+	got := gather(t, metrics.New(s, quietLog()).Registry())
 	for _, rt := range models.ResourceTypes {
 		want := map[string]float64{}
 		for _, k := range []string{
@@ -234,7 +258,7 @@ func TestMetricsGaugesSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := jobs.NewMetrics(s, quietLog())
+		before := metrics.New(s, quietLog())
 		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog()).WithMetrics(before)
 
 		placeAndCloseSKU(t, s, "o-manual", "sku-short")
@@ -267,7 +291,7 @@ func TestMetricsGaugesSurviveRestart(t *testing.T) {
 			`unhold_release_failures_total{class="DB_BUSY",resource="inventory"}`:      1,
 		})
 
-		restarted := gather(t, jobs.NewMetrics(s, quietLog()).Registry())
+		restarted := gather(t, metrics.New(s, quietLog()).Registry())
 		wantValues(t, restarted, gauges)
 		wantValues(t, restarted, map[string]float64{
 			`unhold_release_total{outcome="MANUAL",resource="inventory"}`: 0,
@@ -283,7 +307,7 @@ func TestMetricsDatabaseDown(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
 	var logs bytes.Buffer
-	m := jobs.NewMetrics(s, slogTo(&logs))
+	m := metrics.New(s, slogTo(&logs))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -304,14 +328,14 @@ func TestMetricsDatabaseDown(t *testing.T) {
 func TestObserveReleaseOutcomes(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := jobs.NewMetrics(s, quietLog())
+	m := metrics.New(s, quietLog())
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	task := func(rt models.ResourceType, created time.Time) models.ReleaseTask {
 		return models.ReleaseTask{ResourceType: rt, CreatedAt: created, NextAt: created}
 	}
-	m.ObserveRelease(task(models.ResBalance, now), jobs.OutcomeError, "", now)
-	m.ObserveRelease(task(models.ResBalance, now), jobs.OutcomeError, models.ClassTimeout, now)
-	m.ObserveRelease(task(models.ResBalance, now), jobs.OutcomeLeaseShort, "", now)
+	m.ObserveRelease(task(models.ResBalance, now), metrics.OutcomeError, "", now)
+	m.ObserveRelease(task(models.ResBalance, now), metrics.OutcomeError, models.ClassTimeout, now)
+	m.ObserveRelease(task(models.ResBalance, now), metrics.OutcomeLeaseShort, "", now)
 	m.ObserveRelease(task(models.ResBalance, now), models.OutcomeLeaseLost, "", now)
 	m.ObserveRelease(task(models.ResPoints, now.Add(time.Second)), models.OutcomeDone, "", now)
 	m.ObserveRelease(task(models.ResSlot, now.Add(-2*time.Hour)), models.OutcomeDone, "", now)
@@ -352,7 +376,7 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 		`unhold_close_to_release_seconds_sum{resource="coupon"}`:               40,
 	})
 	// A nil *Metrics records nothing and does not panic.
-	var off *jobs.Metrics
+	var off *metrics.Metrics
 	off.ObserveRelease(task(models.ResSlot, now), models.OutcomeDone, "", now)
 	off.ObserveHTTP("GET", "/", 200, time.Millisecond)
 }
@@ -362,7 +386,7 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 func TestCloseToReleaseBuckets(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := jobs.NewMetrics(s, quietLog())
+	m := metrics.New(s, quietLog())
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -416,7 +440,7 @@ func TestAlertRules(t *testing.T) {
 	}
 
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := jobs.NewMetrics(s, quietLog())
+	m := metrics.New(s, quietLog())
 	m.ObserveRelease(models.ReleaseTask{ResourceType: models.ResInventory}, models.OutcomeRetry, models.ClassDBBusy, time.Now())
 	fams, err := m.Registry().Gather()
 	if err != nil {

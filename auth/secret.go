@@ -1,4 +1,4 @@
-package models
+package auth
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 func (s *Store) SiteSecret(ctx context.Context, name string) ([]byte, error) {
 	value, err := s.readSiteSecret(ctx, name)
 	if err == nil && value == "" {
-		err = s.W.WithContext(ctx).Exec(`INSERT INTO site_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
+		err = s.db.W.WithContext(ctx).Exec(`INSERT INTO site_secrets (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING`,
 			name, randomSecret(32)).Error
 		if err == nil {
 			value, err = s.readSiteSecret(ctx, name)
@@ -33,7 +33,7 @@ func (s *Store) SiteSecret(ctx context.Context, name string) ([]byte, error) {
 // SQLite sees its own insert at once; "" when there is none yet.
 func (s *Store) readSiteSecret(ctx context.Context, name string) (string, error) {
 	var values []string
-	if err := s.W.WithContext(ctx).Raw(`SELECT value FROM site_secrets WHERE name = ?`, name).Scan(&values).Error; err != nil {
+	if err := s.db.W.WithContext(ctx).Raw(`SELECT value FROM site_secrets WHERE name = ?`, name).Scan(&values).Error; err != nil {
 		return "", err
 	}
 	if len(values) == 0 {
