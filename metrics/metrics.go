@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -81,6 +82,7 @@ type Metrics struct {
 type scrapeSource interface {
 	ReleaseQueue(ctx context.Context) (models.ReleaseQueue, error)
 	OpenDiffCounts(ctx context.Context) (map[models.ResourceType]int64, error)
+	Types() []models.ResourceType
 }
 
 // New registers every unhold metric, the Go runtime and process
@@ -126,9 +128,9 @@ func New(s *models.Store, log *slog.Logger) *Metrics {
 	if err := registerPools(m.reg, s); err != nil {
 		log.Warn("database pool metrics are off", slog.Any("err", err))
 	}
-	// Series for every resource type from the start, so a rate() over a
-	// counter that has not moved yet is 0, not absent.
-	for _, t := range models.ResourceTypes {
+	// Series for every resource type from the start, declared ones too,
+	// so a rate() over a counter that has not moved yet is 0, not absent.
+	for _, t := range s.Types() {
 		m.duplicates.WithLabelValues(string(t))
 		m.closeToRelease.WithLabelValues(string(t))
 		for _, o := range []string{models.OutcomeDone, models.OutcomeDuplicate, models.OutcomeRetry, models.OutcomeManual} {
@@ -264,11 +266,12 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	diffs, err := c.src.OpenDiffCounts(ctx)
 	if err == nil {
-		for _, t := range models.ResourceTypes {
+		types := c.src.Types()
+		for _, t := range types {
 			ch <- prometheus.MustNewConstMetric(c.openDiffs, prometheus.GaugeValue, float64(diffs[t]), string(t))
 		}
 		for t, n := range diffs {
-			if _, err := models.ParseResourceType(string(t)); err != nil {
+			if !slices.Contains(types, t) {
 				// A check that is not one resource type (the ledger's, say).
 				ch <- prometheus.MustNewConstMetric(c.openDiffs, prometheus.GaugeValue, float64(n), string(t))
 			}

@@ -198,14 +198,19 @@ func TestWorkerRecordsReleases(t *testing.T) {
 	})
 }
 
-// Before anything happens, every resource has its release, duplicate,
-// latency and open-diff series at 0, so rate() and alerts see a 0 rather
-// than nothing; failures and HTTP series come with their first event.
+// Before anything happens, every resource, a declared one too, has its
+// release, duplicate, latency and open-diff series at 0, so rate() and
+// alerts see a 0 rather than nothing; failures and HTTP series come with
+// their first event.
 func TestMetricsStartAtZero(t *testing.T) {
 	t.Parallel()
-	s := modelstest.Open(t, models.SQLite, models.Options{})
+	s := modelstest.Open(t, models.SQLite, models.Options{Declared: []models.DeclaredType{{Type: "gift_wrap"}}})
 	got := gather(t, metrics.New(s, quietLog()).Registry())
-	for _, rt := range models.ResourceTypes {
+	types := s.Types()
+	if !slices.Contains(types, "gift_wrap") {
+		t.Fatalf("types %v lack the declared gift_wrap", types)
+	}
+	for _, rt := range types {
 		want := map[string]float64{}
 		for _, k := range []string{
 			`unhold_release_total{outcome="DONE",resource="%s"}`,

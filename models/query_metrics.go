@@ -48,7 +48,7 @@ type AttemptStats struct {
 	Success    int64
 	Failures   int64
 	Duplicates int64
-	// ByType has every resource type, in ResourceTypes order.
+	// ByType has every resource type, in the registry's order.
 	ByType []TypeStats
 	// ByClass has every class with failures, most failures first.
 	ByClass []ClassStats
@@ -138,7 +138,7 @@ func (s *Store) attemptStats(ctx context.Context, h *Health) error {
 	if err != nil {
 		return fmt.Errorf("count attempts: %w", err)
 	}
-	h.LastHour, h.LastDay = newAttemptStats(hour), newAttemptStats(day)
+	h.LastHour, h.LastDay = newAttemptStats(hour, s.types), newAttemptStats(day, s.types)
 	classes := [2]map[ErrorClass]int64{{}, {}}
 	for _, r := range rows {
 		windows := []*AttemptStats{&h.LastDay}
@@ -175,9 +175,9 @@ func (s *Store) attemptStats(ctx context.Context, h *Health) error {
 	return nil
 }
 
-func newAttemptStats(since time.Time) AttemptStats {
-	a := AttemptStats{Since: since, ByType: make([]TypeStats, 0, len(ResourceTypes)), ByClass: []ClassStats{}}
-	for _, t := range ResourceTypes {
+func newAttemptStats(since time.Time, types []ResourceType) AttemptStats {
+	a := AttemptStats{Since: since, ByType: make([]TypeStats, 0, len(types)), ByClass: []ClassStats{}}
+	for _, t := range types {
 		a.ByType = append(a.ByType, TypeStats{Type: t})
 	}
 	return a
