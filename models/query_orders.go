@@ -11,18 +11,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// ParseOrderStatus accepts an order status as stored.
-func ParseOrderStatus(s string) (OrderStatus, error) {
-	switch st := OrderStatus(s); st {
-	case OrderPending, OrderPaid, OrderClosed, OrderRefundPending:
-		return st, nil
-	}
-	return "", fmt.Errorf("%w: unknown order status %q", ErrInvalid, s)
-}
-
-// OrderStatuses lists every order status in the order an order moves through them.
-var OrderStatuses = []OrderStatus{OrderPending, OrderPaid, OrderClosed, OrderRefundPending}
-
 // OrderQuery is one search of the orders list. Each filter is backed by an
 // index: order_no (unique), (user_id, created_at), (status, created_at, id)
 // and (created_at); the page is a keyset after After in (created_at, id).

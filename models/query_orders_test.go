@@ -112,18 +112,6 @@ func TestListOrdersFilters(t *testing.T) {
 	})
 }
 
-func TestParseOrderStatus(t *testing.T) {
-	t.Parallel()
-	for _, st := range models.OrderStatuses {
-		if got, err := models.ParseOrderStatus(string(st)); err != nil || got != st {
-			t.Errorf("ParseOrderStatus(%s) = %s, %v", st, got, err)
-		}
-	}
-	if _, err := models.ParseOrderStatus("paid"); !errors.Is(err, models.ErrInvalid) {
-		t.Errorf("ParseOrderStatus(paid) = %v, want ErrInvalid", err)
-	}
-}
-
 func TestFindOrder(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		placeMany(t, b, 1)

@@ -14,24 +14,6 @@ import (
 	"gorm.io/gorm"
 )
 
-// ParseErrorClass accepts a release failure class as stored.
-func ParseErrorClass(s string) (ErrorClass, error) {
-	switch c := ErrorClass(s); c {
-	case ClassLockedShort, ClassStateMismatch, ClassNotFound, ClassTimeout, ClassDBBusy,
-		ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted:
-		return c, nil
-	}
-	return "", fmt.Errorf("%w: unknown error class %q", ErrInvalid, s)
-}
-
-// ErrorClasses lists every failure class, permanent ones first.
-var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound,
-	ClassTimeout, ClassDBBusy, ClassConnection, ClassUnknown, ClassCrashed, ClassRetryExhausted,
-	ClassRemoteBusy, ClassRemoteRejected}
-
-// TaskStatuses lists every task status.
-var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
-
 // RerunnableStatuses are the statuses a rerun makes due again: a failed
 // task waiting for its next try (RETRY) or for a person (MANUAL).
 var RerunnableStatuses = []TaskStatus{TaskRetry, TaskManual}

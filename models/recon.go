@@ -338,3 +338,43 @@ func (s *Store) moveDiff(ctx context.Context, id int64, actor, note, action stri
 	}
 	return nil
 }
+
+// Reconcile runs every resource's reconciliation, in one snapshot.
+func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
+	var all []Diff
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		var err error
+		all, err = s.reconcile(ctx, tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
+// reconcile runs every resource's reconciliation inside tx, sorted by
+// resource, key and check.
+func (s *Store) reconcile(ctx context.Context, tx *gorm.DB) ([]Diff, error) {
+	var all []Diff
+	for _, t := range s.types {
+		d, err := s.resources[t].Reconcile(ctx, tx)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, d...)
+		if err := s.betweenReads(); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Resource != all[j].Resource {
+			return all[i].Resource < all[j].Resource
+		}
+		if all[i].Key != all[j].Key {
+			return all[i].Key < all[j].Key
+		}
+		return all[i].Check < all[j].Check
+	})
+	return all, nil
+}

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -18,6 +19,18 @@ const (
 	OrderRefundPending OrderStatus = "REFUND_PENDING"
 )
 
+// ParseOrderStatus accepts an order status as stored.
+func ParseOrderStatus(s string) (OrderStatus, error) {
+	switch st := OrderStatus(s); st {
+	case OrderPending, OrderPaid, OrderClosed, OrderRefundPending:
+		return st, nil
+	}
+	return "", fmt.Errorf("%w: unknown order status %q", ErrInvalid, s)
+}
+
+// OrderStatuses lists every order status in the order an order moves through them.
+var OrderStatuses = []OrderStatus{OrderPending, OrderPaid, OrderClosed, OrderRefundPending}
+
 // TaskStatus is the state of one release task in the outbox.
 type TaskStatus string
 
@@ -29,6 +42,9 @@ const (
 	TaskManual     TaskStatus = "MANUAL"
 	TaskSuperseded TaskStatus = "SUPERSEDED"
 )
+
+// TaskStatuses lists every task status.
+var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
 
 // ParseTaskStatus accepts a status as stored.
 func ParseTaskStatus(s string) (TaskStatus, error) {
@@ -214,6 +230,18 @@ const (
 	ClassRemoteBusy     ErrorClass = "REMOTE_BUSY"     // a remote service answered 408, 425, 429 or 5xx
 	ClassRemoteRejected ErrorClass = "REMOTE_REJECTED" // a remote service refused the call (any other 4xx): permanent
 )
+
+// ParseErrorClass accepts a release failure class as stored.
+func ParseErrorClass(s string) (ErrorClass, error) {
+	if c := ErrorClass(s); slices.Contains(ErrorClasses, c) {
+		return c, nil
+	}
+	return "", fmt.Errorf("%w: unknown error class %q", ErrInvalid, s)
+}
+
+// ErrorClasses lists every failure class, permanent ones first.
+var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound, ClassRemoteRejected,
+	ClassTimeout, ClassDBBusy, ClassConnection, ClassRemoteBusy, ClassUnknown, ClassCrashed, ClassRetryExhausted}
 
 // Attempt outcomes, one per try of a task.
 const (
