@@ -112,4 +112,3 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	}
 	return c, nil
 }
-
