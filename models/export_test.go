@@ -21,3 +21,25 @@ func (s *Store) PendingHeldPlan(types []ResourceType, keys []string) ([]string, 
 
 // ClassOf lets the tests classify an error as a failed try is classified.
 var ClassOf = classOf
+
+// ClaimPlans are the query plans of ClaimTasks' choice of tasks and of its
+// read of expired leases, one line a step.
+func (s *Store) ClaimPlans(n int) (claim, expired []string, err error) {
+	if claim, err = s.plan(s.claimableSQL(), s.Now(), n); err != nil {
+		return nil, nil, err
+	}
+	expired, err = s.plan(s.expiredLeasesSQL(), s.Now(), n)
+	return claim, expired, err
+}
+
+func (s *Store) plan(q string, args ...any) ([]string, error) {
+	var steps []struct{ Detail string }
+	if err := s.R.Raw("EXPLAIN QUERY PLAN "+q, args...).Scan(&steps).Error; err != nil {
+		return nil, err
+	}
+	out := make([]string, len(steps))
+	for i, st := range steps {
+		out[i] = st.Detail
+	}
+	return out, nil
+}

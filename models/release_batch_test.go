@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -324,5 +326,24 @@ func TestBatchReleasesCountersTogether(t *testing.T) {
 			}
 			modelstest.CheckInvariants(t, b.s)
 		})
+	}
+}
+
+// On SQLite a claim reads the claimable tasks from their own index, in
+// claim order, and stops at the batch: no sort of every due task, no look
+// at every due task's lease in the table (a backlog of 100,000 cost
+// 100,000 rows a claim); and it finds expired leases among the leased
+// tasks alone, not among every PENDING one.
+func TestClaimPlanReadsOnlyItsBatch(t *testing.T) {
+	b := setup(t, models.SQLite, models.Options{})
+	claim, expired, err := b.s.ClaimPlans(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"SEARCH release_tasks USING INDEX release_tasks_claimable (next_at<?)"}; !reflect.DeepEqual(claim, want) {
+		t.Errorf("claim plan %q, want %q", claim, want)
+	}
+	if len(expired) == 0 || !strings.HasPrefix(expired[0], "SEARCH release_tasks USING INDEX release_tasks_leased (") {
+		t.Errorf("expired leases plan %q, want a search of release_tasks_leased first", expired)
 	}
 }
