@@ -84,10 +84,19 @@ func (c *counter) keyArgs(key string) []any {
 
 // lock reads one row for update; found is false when there is no row.
 func (c *counter) lock(tx *gorm.DB, key string) (counterRow, bool, error) {
+	return c.row(tx, key, c.s.forUpdate())
+}
+
+// read reads one row without locking it, for a reader that changes nothing.
+func (c *counter) read(db *gorm.DB, key string) (counterRow, bool, error) {
+	return c.row(db, key, "")
+}
+
+func (c *counter) row(db *gorm.DB, key, lock string) (counterRow, bool, error) {
 	var rows []counterRow
 	q := fmt.Sprintf("SELECT %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s%s",
-		c.avail, c.held, c.spent, c.table, c.where(), c.s.forUpdate())
-	if err := tx.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
+		c.avail, c.held, c.spent, c.table, c.where(), lock)
+	if err := db.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
 		return counterRow{}, false, err
 	}
 	if len(rows) == 0 {

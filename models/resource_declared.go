@@ -55,7 +55,7 @@ func (s *Store) Counter(ctx context.Context, t ResourceType, key string) (Counte
 	if !ValidKey(key) {
 		return CounterState{}, invalid("key must be 1-64 letters, digits or -_.:")
 	}
-	row, found, err := c.lock(s.R.WithContext(ctx), key)
+	row, found, err := c.read(s.R.WithContext(ctx), key)
 	if err != nil {
 		return CounterState{}, fmt.Errorf("read %s %s: %w", t, key, err)
 	}
