@@ -156,16 +156,8 @@ func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
 	for _, d := range sums {
 		out = append(out, *d)
 	}
-	rank := func(t ResourceType) int {
-		for i, rt := range s.types {
-			if rt == t {
-				return i
-			}
-		}
-		return len(s.types)
-	}
 	sort.Slice(out, func(i, j int) bool {
-		if a, b := rank(out[i].Resource), rank(out[j].Resource); a != b {
+		if a, b := s.TypeRank(out[i].Resource), s.TypeRank(out[j].Resource); a != b {
 			return a < b
 		}
 		if out[i].Resource != out[j].Resource {

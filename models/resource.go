@@ -177,6 +177,15 @@ func (s *Store) Labels() map[ResourceType]Label { return maps.Clone(s.labels) }
 // taken.
 func (s *Store) Types() []ResourceType { return slices.Clone(s.types) }
 
+// TypeRank is t's place in the registry's order, the order holds are
+// taken and pages list types in; an unknown type comes after them all.
+func (s *Store) TypeRank(t ResourceType) int {
+	if i := slices.Index(s.types, t); i >= 0 {
+		return i
+	}
+	return len(s.types)
+}
+
 // ParseType accepts the name of a type in the registry.
 func (s *Store) ParseType(name string) (ResourceType, error) {
 	if _, ok := s.resources[ResourceType(name)]; ok {

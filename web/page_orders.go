@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -143,15 +142,6 @@ func (s *server) orderChain(c *echo.Context) error {
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 
-// resourceTypeRank orders resource types as the registry lists them.
-func (s *server) resourceTypeRank(t models.ResourceType) int {
-	types := s.store.Types()
-	if i := slices.Index(types, t); i >= 0 {
-		return i
-	}
-	return len(types)
-}
-
 // chainView maps an order's chain and its keys' reconciliation to the page.
 func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
 	o := ch.Order
@@ -186,7 +176,7 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 	}
 	holds := append([]models.Hold{}, ch.Holds...)
 	sort.SliceStable(holds, func(i, j int) bool {
-		if a, b := s.resourceTypeRank(holds[i].ResourceType), s.resourceTypeRank(holds[j].ResourceType); a != b {
+		if a, b := s.store.TypeRank(holds[i].ResourceType), s.store.TypeRank(holds[j].ResourceType); a != b {
 			return a < b
 		}
 		return holds[i].BizKey < holds[j].BizKey
