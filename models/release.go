@@ -61,13 +61,19 @@ func (s *Store) byteOrder() string {
 // planner, without statistics, prefers (status, next_at) and sorts every
 // due task; INDEXED BY holds it to the claimable index.
 func (s *Store) claimableSQL() string {
-	from := "release_tasks"
-	if s.Dialect == SQLite {
-		from += " INDEXED BY release_tasks_claimable"
-	}
-	return `SELECT id FROM ` + from + `
+	return `SELECT id FROM release_tasks` + s.indexedBy("release_tasks_claimable") + `
 		WHERE status IN ('PENDING','RETRY') AND lease_until IS NULL AND next_at <= ?
 		ORDER BY next_at, id LIMIT ?`
+}
+
+// indexedBy holds SQLite's planner to index for the table it follows:
+// without statistics it may prefer another and read far more rows.
+// PostgreSQL plans by its own statistics.
+func (s *Store) indexedBy(index string) string {
+	if s.Dialect == SQLite {
+		return " INDEXED BY " + index
+	}
+	return ""
 }
 
 // skipLocked makes a locking read pass over rows another transaction holds.
@@ -108,11 +114,7 @@ func (s *Store) recordLostTries(tx *gorm.DB, now time.Time, limit int) (int64, e
 // backlog of 100,000: a quarter of a draining worker's CPU, on every
 // claim), so INDEXED BY holds it to the small index.
 func (s *Store) expiredLeasesSQL() string {
-	from := "release_tasks"
-	if s.Dialect == SQLite {
-		from += " INDEXED BY release_tasks_leased"
-	}
-	return `SELECT * FROM ` + from + `
+	return `SELECT * FROM release_tasks` + s.indexedBy("release_tasks_leased") + `
 		WHERE status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_until <= ?
 		ORDER BY id LIMIT ?`
 }
