@@ -19,7 +19,7 @@ import (
 // savepoints): in the end each task is released exactly once, with one
 // DONE attempt and no DUPLICATE, and the books balance.
 func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		dsn := modelstest.DSN(t, d)
 		clock := modelstest.NewClock()
 		var mu sync.Mutex
@@ -55,13 +55,13 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range orders {
-			placeAndClose(t, s1, fmt.Sprintf("o-%02d", i), 1)
+			modelstest.PlaceAndClose(t, s1, fmt.Sprintf("o-%02d", i), 1)
 		}
 		workers := []*jobs.Worker{
-			jobs.NewWorker(s1, "a1", 7, 30*time.Second, quietLog()),
-			jobs.NewWorker(s1, "a2", 7, 30*time.Second, quietLog()),
-			jobs.NewWorker(s2, "b1", 7, 30*time.Second, quietLog()),
-			jobs.NewWorker(s2, "b2", 7, 30*time.Second, quietLog()),
+			jobs.NewWorker(s1, "a1", 7, 30*time.Second, modelstest.QuietLog()),
+			jobs.NewWorker(s1, "a2", 7, 30*time.Second, modelstest.QuietLog()),
+			jobs.NewWorker(s2, "b1", 7, 30*time.Second, modelstest.QuietLog()),
+			jobs.NewWorker(s2, "b2", 7, 30*time.Second, modelstest.QuietLog()),
 		}
 		for round := 0; round < 40; round++ {
 			var wg sync.WaitGroup
@@ -125,7 +125,7 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 // nothing; the worker then releases each task alone, each exactly once,
 // with no failure counted and one attempt row each.
 func TestAttackBatchTimeoutFallsBackToEach(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var slow sync.Once
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, tk *models.ReleaseTask) error {
@@ -139,10 +139,10 @@ func TestAttackBatchTimeoutFallsBackToEach(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, no := range []string{"o-1", "o-2", "o-3"} {
-			placeAndClose(t, s, no, 1)
+			modelstest.PlaceAndClose(t, s, no, 1)
 		}
 		// A lease of 2s gives each try 500ms.
-		w := jobs.NewWorker(s, "w1", 10, 2*time.Second, quietLog())
+		w := jobs.NewWorker(s, "w1", 10, 2*time.Second, modelstest.QuietLog())
 		st := w.Drain(ctx)
 		if st[models.OutcomeDone] != 3 || len(st) != 1 {
 			t.Fatalf("drain = %v, want 3 DONE and nothing else", st)

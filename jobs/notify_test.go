@@ -74,7 +74,7 @@ func startListening(t *testing.T) *listenBench {
 	q.Set("application_name", lb.app)
 	u.RawQuery = q.Encode()
 
-	w := jobs.NewWorker(lb.a, "w-a", 10, 30*time.Second, quietLog())
+	w := jobs.NewWorker(lb.a, "w-a", 10, 30*time.Second, modelstest.QuietLog())
 	log := slog.New(slog.NewTextHandler(lb.logs, nil))
 	var done sync.WaitGroup
 	done.Add(2)

@@ -24,7 +24,7 @@ func TestPropertyRandomOperations(t *testing.T) {
 	if testing.Short() {
 		ops = 400
 	}
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		seed := uint64(time.Now().UnixNano())
 		t.Logf("seed %d", seed)
 		var faultsOn atomic.Bool
@@ -50,8 +50,8 @@ func TestPropertyRandomOperations(t *testing.T) {
 		ctx := context.Background()
 		sh := newShop(t, s, clock)
 		workers := []*jobs.Worker{
-			jobs.NewWorker(s, "w1", 5, 20*time.Second, quietLog()),
-			jobs.NewWorker(s, "w2", 5, 20*time.Second, quietLog()),
+			jobs.NewWorker(s, "w1", 5, 20*time.Second, modelstest.QuietLog()),
+			jobs.NewWorker(s, "w2", 5, 20*time.Second, modelstest.QuietLog()),
 		}
 		const goroutines = 4
 		var wg sync.WaitGroup

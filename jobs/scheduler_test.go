@@ -112,7 +112,7 @@ func schedWait(t *testing.T, d time.Duration, what string, cond func() bool) {
 // runs in both at once, a tick that finds the job still running is recorded
 // once as SKIPPED, and every run is recorded.
 func TestTwoSchedulersNeverOverlap(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		sa, sb := schedTwoStores(t, d)
 		var spans schedSpans
 		var ran atomic.Int32
@@ -125,7 +125,7 @@ func TestTwoSchedulersNeverOverlap(t *testing.T) {
 				ran.Add(1)
 				return "ran on " + name, nil
 			}}
-			sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: name, Log: quietLog()})
+			sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: name, Log: modelstest.QuietLog()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -167,7 +167,7 @@ func TestTwoSchedulersNeverOverlap(t *testing.T) {
 // one at a time, both instances get to run it, and every refusal names the
 // run that holds the job.
 func TestTwoSchedulersRunNowTakeTurns(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		sa, sb := schedTwoStores(t, d)
 		var spans schedSpans
 		mk := func(s *models.Store, name string) *jobs.Scheduler {
@@ -178,7 +178,7 @@ func TestTwoSchedulersRunNowTakeTurns(t *testing.T) {
 				spans.add(sp)
 				return "", nil
 			}}
-			sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: name, Log: quietLog()})
+			sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: name, Log: modelstest.QuietLog()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -245,14 +245,14 @@ func TestTwoSchedulersRunNowTakeTurns(t *testing.T) {
 // A run longer than its lease keeps the job: the lease is renewed while it
 // runs, and no other instance gets in until it ends.
 func TestLeaseRenewedWhileRunning(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		sa, sb := schedTwoStores(t, d)
 		release := make(chan struct{})
 		job := jobs.Job{Name: "long", Spec: "@daily", Run: func(ctx context.Context) (string, error) {
 			<-release
 			return "done", nil
 		}}
-		a, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: sa, Instance: "a", Lease: time.Second, Log: quietLog()})
+		a, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: sa, Instance: "a", Lease: time.Second, Log: modelstest.QuietLog()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestLeaseRenewedWhileRunning(t *testing.T) {
 // A run whose lease is taken from it (its process stalled past the lease)
 // is cancelled at the next renewal and recorded as FAILED.
 func TestLostLeaseCancelsTheRun(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		s := modelstest.Open(t, d, models.Options{})
 		started := make(chan struct{})
 		job := jobs.Job{Name: "victim", Spec: "@daily", Run: func(ctx context.Context) (string, error) {
@@ -300,7 +300,7 @@ func TestLostLeaseCancelsTheRun(t *testing.T) {
 				return "never cancelled", nil
 			}
 		}}
-		sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: "a", Lease: 300 * time.Millisecond, Log: quietLog()})
+		sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Store: s, Instance: "a", Lease: 300 * time.Millisecond, Log: modelstest.QuietLog()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +324,7 @@ func TestLostLeaseCancelsTheRun(t *testing.T) {
 // summary, detail and error; a quiet run leaves only its lease row; a
 // panic and a timeout are failures; every run is logged with its fields.
 func TestRunsRecordedAndLogged(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		s := modelstest.Open(t, d, models.Options{})
 		var logs schedLog
 		var wg sync.WaitGroup
@@ -447,7 +447,7 @@ func (l *schedLog) find(t *testing.T, job string) []map[string]any {
 
 // RunNow: unknown jobs, a held job, a local job, and after Stop.
 func TestRunNow(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		s := modelstest.Open(t, d, models.Options{})
 		ctx := context.Background()
 		release := make(chan struct{})
@@ -456,7 +456,7 @@ func TestRunNow(t *testing.T) {
 			{Name: "held", Spec: "@daily", Run: func(context.Context) (string, error) { <-release; return "ok", nil }},
 			{Name: "local", Spec: "@every 1h", Local: true, Run: func(context.Context) (string, error) { wakes.Add(1); return "", nil }},
 		}
-		sc, err := jobs.New(ctx, list, jobs.Options{Store: s, Instance: "a", Log: quietLog()})
+		sc, err := jobs.New(ctx, list, jobs.Options{Store: s, Instance: "a", Log: modelstest.QuietLog()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +512,7 @@ func TestListAndNextRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	w := jobs.NewWorker(s, "w1", 10, time.Minute, quietLog())
+	w := jobs.NewWorker(s, "w1", 10, time.Minute, modelstest.QuietLog())
 	recon := func(context.Context) (string, error) { return "0 diffs", nil }
 	list, err := jobs.List(jobs.Deps{Store: s, Worker: w, Reconcile: recon}, jobs.Schedule{ReconcileAt: "04:30", Location: sh})
 	if err != nil {
@@ -533,7 +533,7 @@ func TestListAndNextRun(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("jobs =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	sc, err := jobs.New(context.Background(), list, jobs.Options{Store: s, Instance: "a", Location: sh, Log: quietLog()})
+	sc, err := jobs.New(context.Background(), list, jobs.Options{Store: s, Instance: "a", Location: sh, Log: modelstest.QuietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -600,7 +600,7 @@ func TestDailyAt(t *testing.T) {
 
 // The daily report totals yesterday in the configured zone, not in UTC.
 func TestLedgerReportTotalsYesterday(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		sh, _ := time.LoadLocation("Asia/Shanghai")
 		clock := modelstest.NewClock() // 2026-11-29 10:00 UTC = 18:00 in Shanghai
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now})
@@ -635,7 +635,7 @@ func TestLedgerReportTotalsYesterday(t *testing.T) {
 			t.Fatalf("report log: %s", logs.String())
 		}
 		clock.Advance(24 * time.Hour)
-		if summary, _ := jobs.LedgerReport(ctx, s, sh, quietLog()); !strings.HasPrefix(summary, "2026-11-30 (Asia/Shanghai): 1 ledger rows") {
+		if summary, _ := jobs.LedgerReport(ctx, s, sh, modelstest.QuietLog()); !strings.HasPrefix(summary, "2026-11-30 (Asia/Shanghai): 1 ledger rows") {
 			t.Fatalf("next day's report = %q", summary)
 		}
 	})
@@ -645,15 +645,15 @@ func TestLedgerReportTotalsYesterday(t *testing.T) {
 // rollups of the last RollupRetention: o-1's two rows (its attempt, its
 // latency) go, o-2's stay.
 func TestCleanupAttemptsJob(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now})
 		ctx := context.Background()
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		placeAndClose(t, s, "o-1", 1)
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		modelstest.PlaceAndClose(t, s, "o-1", 1)
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog())
 		w.Drain(ctx)
 		a := auth.New(s, auth.Options{})
 		if _, err := a.CreateUser(ctx, "ann", auth.RoleViewer, "ann's long password", "test"); err != nil {
@@ -663,7 +663,7 @@ func TestCleanupAttemptsJob(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock.Advance(10 * 24 * time.Hour)
-		placeAndClose(t, s, "o-2", 1)
+		modelstest.PlaceAndClose(t, s, "o-2", 1)
 		w.Drain(ctx)
 		live, _, err := a.Login(ctx, auth.LoginRequest{Name: "ann", Password: "ann's long password"})
 		if err != nil {
@@ -709,7 +709,7 @@ func TestSchedulerSkipsOverlappingRuns(t *testing.T) {
 		}
 		return "", nil
 	}}
-	sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Log: quietLog()})
+	sc, err := jobs.New(context.Background(), []jobs.Job{job}, jobs.Options{Log: modelstest.QuietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // claimed across eight deploys would end RETRY_EXHAUSTED without one real
 // try; each is handed back, due again at once.
 func TestShutdownMidBatchCountsNoFailure(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -36,9 +36,9 @@ func TestShutdownMidBatchCountsNoFailure(t *testing.T) {
 		}
 		nos := []string{"o-1", "o-2", "o-3"}
 		for _, no := range nos {
-			placeAndClose(t, s, no, 1)
+			modelstest.PlaceAndClose(t, s, no, 1)
 		}
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog())
 		w.Drain(ctx)
 		for _, no := range nos {
 			c, err := s.OrderChain(bg, no)
@@ -53,7 +53,7 @@ func TestShutdownMidBatchCountsNoFailure(t *testing.T) {
 			}
 		}
 		// The next process releases all three at once: none waits a retry delay.
-		w2 := jobs.NewWorker(s, "w2", 10, 30*time.Second, quietLog())
+		w2 := jobs.NewWorker(s, "w2", 10, 30*time.Second, modelstest.QuietLog())
 		if st := w2.Drain(bg); st[models.OutcomeDone] != len(nos) {
 			t.Errorf("drain after restart = %v, want %d DONE", st, len(nos))
 		}

@@ -2,8 +2,6 @@ package jobs_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,34 +12,11 @@ import (
 	"unhold/models/modelstest"
 )
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func eachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
-	for _, d := range modelstest.Engines {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
-func placeAndClose(t *testing.T, s *models.Store, no string, qty int64) {
-	t.Helper()
-	ctx := context.Background()
-	req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: qty}}}
-	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // 7. The worker panics after the ledger insert, mid-transaction: the
 // transaction rolls back, the crash is recorded as a CRASHED failure, and
 // the task is retried on the usual schedule.
 func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var crashes atomic.Int32
 		crashes.Store(1)
@@ -55,8 +30,8 @@ func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		placeAndClose(t, s, "o-1", 3)
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		modelstest.PlaceAndClose(t, s, "o-1", 3)
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog())
 		if st := w.Drain(ctx); st["CRASHED"] != 1 {
 			t.Fatalf("first drain = %v, want one crash", st)
 		}
@@ -70,7 +45,7 @@ func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 		if sku, _ := s.GetSKU(ctx, "sku-1"); sku.Locked != 3 {
 			t.Fatalf("the crashed release changed stock: %+v", sku)
 		}
-		other := jobs.NewWorker(s, "w2", 10, 30*time.Second, quietLog())
+		other := jobs.NewWorker(s, "w2", 10, 30*time.Second, modelstest.QuietLog())
 		if st := other.Drain(ctx); len(st) != 0 {
 			t.Fatalf("a task was released before its retry was due: %v", st)
 		}
@@ -84,17 +59,17 @@ func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 
 // A close wakes the worker: the Run loop drains without waiting for cron.
 func TestWakeDrains(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		s := modelstest.Open(t, d, models.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog())
 		done := make(chan struct{})
 		go func() { w.Run(ctx); close(done) }()
-		placeAndClose(t, s, "o-1", 2)
+		modelstest.PlaceAndClose(t, s, "o-1", 2)
 		w.Wake()
 		deadline := time.Now().Add(10 * time.Second)
 		for {
@@ -116,7 +91,7 @@ func TestWakeDrains(t *testing.T) {
 // usual retry schedule, and goes MANUAL (RETRY_EXHAUSTED, last class
 // CRASHED) at the 8th: it is not claimed for ever.
 func TestPanickingReleaseEndsManual(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, _ *models.ReleaseTask) error {
 			if point == models.FaultAfterLedger {
@@ -128,8 +103,8 @@ func TestPanickingReleaseEndsManual(t *testing.T) {
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		placeAndClose(t, s, "o-1", 3)
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog())
+		modelstest.PlaceAndClose(t, s, "o-1", 3)
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog())
 		for i := 1; i <= models.MaxFailures; i++ {
 			if st := w.Drain(ctx); st[metrics.OutcomeCrashed] != 1 {
 				t.Fatalf("try %d: drain = %v, want one crash", i, st)
@@ -164,7 +139,7 @@ func TestPanickingReleaseEndsManual(t *testing.T) {
 // task whose lease is too short by then is handed back untried: released
 // by the next claim and never counted as a crash.
 func TestLeaseShortIsNoCrash(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		const lease = 2 * time.Second
 		clock := modelstest.NewClock()
 		var slow atomic.Bool
@@ -183,9 +158,9 @@ func TestLeaseShortIsNoCrash(t *testing.T) {
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		placeAndClose(t, s, "o-1", 1)
-		placeAndClose(t, s, "o-2", 1)
-		w := jobs.NewWorker(s, "w1", 10, lease, quietLog())
+		modelstest.PlaceAndClose(t, s, "o-1", 1)
+		modelstest.PlaceAndClose(t, s, "o-2", 1)
+		w := jobs.NewWorker(s, "w1", 10, lease, modelstest.QuietLog())
 		st := w.Drain(ctx)
 		if st[metrics.OutcomeLeaseShort] != 2 || st[models.OutcomeDone] != 2 || len(st) != 2 {
 			t.Fatalf("drain = %v, want two LEASE_SHORT and both DONE", st)

@@ -28,29 +28,6 @@ import (
 	"unhold/models/modelstest"
 )
 
-func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
-func eachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
-	for _, d := range modelstest.Engines {
-		t.Run(string(d), func(t *testing.T) {
-			t.Parallel()
-			fn(t, d)
-		})
-	}
-}
-
-func placeAndClose(t *testing.T, s *models.Store, no string, qty int64) {
-	t.Helper()
-	ctx := context.Background()
-	req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: qty}}}
-	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // gather flattens what g exposes into one value per series, keyed
 // name{label="value",...} with labels in name order; a histogram gives
 // name_count, name_sum and one name_bucket per bound.
@@ -126,7 +103,7 @@ func wantValues(t *testing.T, got map[string]float64, want map[string]float64) {
 // The worker records each way a claimed task's turn can end, a crash
 // included, with the failure's class.
 func TestWorkerRecordsReleases(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var failNext, crashNext atomic.Bool
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, _ *models.ReleaseTask) error {
@@ -145,20 +122,20 @@ func TestWorkerRecordsReleases(t *testing.T) {
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}
-		m := metrics.New(s, quietLog())
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog()).WithMetrics(m)
+		m := metrics.New(s, modelstest.QuietLog())
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog()).WithMetrics(m)
 
-		placeAndClose(t, s, "o-done", 2)
+		modelstest.PlaceAndClose(t, s, "o-done", 2)
 		clock.Advance(1500 * time.Millisecond)
 		if st := w.Drain(ctx); st[models.OutcomeDone] != 1 {
 			t.Fatalf("drain = %v, want 1 DONE", st)
 		}
-		placeAndClose(t, s, "o-retry", 1)
+		modelstest.PlaceAndClose(t, s, "o-retry", 1)
 		failNext.Store(true)
 		if st := w.Drain(ctx); st[models.OutcomeRetry] != 1 {
 			t.Fatalf("drain = %v, want 1 RETRY", st)
 		}
-		placeAndClose(t, s, "o-crash", 1)
+		modelstest.PlaceAndClose(t, s, "o-crash", 1)
 		crashNext.Store(true)
 		if st := w.Drain(ctx); st[metrics.OutcomeCrashed] != 1 {
 			t.Fatalf("drain = %v, want 1 CRASHED", st)
@@ -205,7 +182,7 @@ func TestWorkerRecordsReleases(t *testing.T) {
 func TestMetricsStartAtZero(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{Declared: []models.DeclaredType{{Type: "gift_wrap"}}})
-	got := gather(t, metrics.New(s, quietLog()).Registry())
+	got := gather(t, metrics.New(s, modelstest.QuietLog()).Registry())
 	types := s.Types()
 	if !slices.Contains(types, "gift_wrap") {
 		t.Fatalf("types %v lack the declared gift_wrap", types)
@@ -248,7 +225,7 @@ func placeAndCloseSKU(t *testing.T, s *models.Store, no, sku string) {
 // database (a restarted process) reports the same backlog, oldest age,
 // RETRY and MANUAL counts at once, while its counters start at zero.
 func TestMetricsGaugesSurviveRestart(t *testing.T) {
-	eachEngine(t, func(t *testing.T, d models.Dialect) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var failNext atomic.Bool
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, _ *models.ReleaseTask) error {
@@ -263,8 +240,8 @@ func TestMetricsGaugesSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		before := metrics.New(s, quietLog())
-		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, quietLog()).WithMetrics(before)
+		before := metrics.New(s, modelstest.QuietLog())
+		w := jobs.NewWorker(s, "w1", 10, 30*time.Second, modelstest.QuietLog()).WithMetrics(before)
 
 		placeAndCloseSKU(t, s, "o-manual", "sku-short")
 		if err := s.W.Exec("UPDATE inventory SET locked = 0 WHERE sku_id = 'sku-short'").Error; err != nil {
@@ -296,7 +273,7 @@ func TestMetricsGaugesSurviveRestart(t *testing.T) {
 			`unhold_release_failures_total{class="DB_BUSY",resource="inventory"}`:      1,
 		})
 
-		restarted := gather(t, metrics.New(s, quietLog()).Registry())
+		restarted := gather(t, metrics.New(s, modelstest.QuietLog()).Registry())
 		wantValues(t, restarted, gauges)
 		wantValues(t, restarted, map[string]float64{
 			`unhold_release_total{outcome="MANUAL",resource="inventory"}`: 0,
@@ -333,7 +310,7 @@ func TestMetricsDatabaseDown(t *testing.T) {
 func TestObserveReleaseOutcomes(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := metrics.New(s, quietLog())
+	m := metrics.New(s, modelstest.QuietLog())
 	now := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
 	task := func(rt models.ResourceType, created time.Time) models.ReleaseTask {
 		return models.ReleaseTask{ResourceType: rt, CreatedAt: created, NextAt: created}
@@ -391,7 +368,7 @@ func TestObserveReleaseOutcomes(t *testing.T) {
 func TestCloseToReleaseBuckets(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := metrics.New(s, quietLog())
+	m := metrics.New(s, modelstest.QuietLog())
 	fams, err := m.Registry().Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -445,7 +422,7 @@ func TestAlertRules(t *testing.T) {
 	}
 
 	s := modelstest.Open(t, models.SQLite, models.Options{})
-	m := metrics.New(s, quietLog())
+	m := metrics.New(s, modelstest.QuietLog())
 	m.ObserveRelease(models.ReleaseTask{ResourceType: models.ResInventory}, models.OutcomeRetry, models.ClassDBBusy, time.Now())
 	fams, err := m.Registry().Gather()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,6 +23,33 @@ import (
 
 // Engines are the database engines every domain test runs on.
 var Engines = []models.Dialect{models.SQLite, models.Postgres}
+
+// EachEngine runs fn as a parallel subtest on each of Engines.
+func EachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
+	for _, d := range Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			fn(t, d)
+		})
+	}
+}
+
+// QuietLog is a logger that keeps nothing.
+func QuietLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// PlaceAndClose places order no holding qty of sku-1 for u1 and closes it
+// at the user's request, so one release task is due.
+func PlaceAndClose(t testing.TB, s *models.Store, no string, qty int64) {
+	t.Helper()
+	ctx := context.Background()
+	req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: qty}}}
+	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // Clock is a settable clock for tests.
 type Clock struct {
