@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -46,16 +45,8 @@ func TestPageProberCountsNon200(t *testing.T) {
 // finds the admin's whole nav, and every page it lists answers 200.
 func TestPageProberSignsInAndFetchesEveryPage(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "pages.db")
+	db, s := migratedSQLite(t, "pages.db")
 	ctx := context.Background()
-	s, err := models.Open(ctx, db, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.SetStock(ctx, benchSKU(0), 1, 0, "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -196,3 +196,20 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatalf("reconcile with a hand edit = %v\n%s", err, out.String())
 	}
 }
+
+// migratedSQLite is a migrated SQLite store in a file named name of a temp
+// dir, closed when the test ends, and the file's path for the processes
+// the test starts on it.
+func migratedSQLite(t *testing.T, name string) (string, *models.Store) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), name)
+	s, err := models.Open(context.Background(), db, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return db, s
+}

@@ -103,16 +103,8 @@ func get(t *testing.T, url string) int {
 // serves only /healthz and /metrics on -metrics-addr. Both stop cleanly.
 func TestWebClosesAndWorkerReleases(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "roles.db")
+	db, s := migratedSQLite(t, "roles.db")
 	ctx := context.Background()
-	s, err := models.Open(ctx, db, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -284,16 +276,8 @@ func TestBench(t *testing.T) {
 // the rest of each pool's batch are handed back.
 func TestWorkerStopsMidBacklog(t *testing.T) {
 	t.Parallel()
-	db := filepath.Join(t.TempDir(), "stop.db")
+	db, s := migratedSQLite(t, "stop.db")
 	ctx := context.Background()
-	s, err := models.Open(ctx, db, models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	const n = 600
 	if _, err := s.SetStock(ctx, "sku-1", n, 0, "test"); err != nil {
 		t.Fatal(err)
