@@ -40,6 +40,11 @@ type FaultFunc func(point string, t *ReleaseTask) error
 // Fault points.
 const (
 	FaultAfterLedger = "release.after_ledger"
+	// FaultAfterCall is passed after a remote type's service answered a
+	// task's call, before the answer is recorded, outside any transaction
+	// and from the goroutine that made the call; an error fails the try as
+	// if the process had died there.
+	FaultAfterCall = "release.after_call"
 	// FaultBetweenReads is passed, with a nil task, between the statements
 	// of a snapshot read (a reconciliation, ReconcileKeys, the order chain):
 	// whatever a test commits there must not show in that read.
@@ -56,6 +61,9 @@ type Options struct {
 	// Declared are the counter types a shop declares in its resources file,
 	// registered after the built-in ones.
 	Declared []DeclaredType
+	// Remote are the types whose holds other services keep, registered
+	// after the declared counters.
+	Remote []RemoteType
 	// BusyTimeout is how long a SQLite statement waits for another
 	// connection's write lock before it fails as busy; zero is
 	// DefaultBusyTimeout.
@@ -80,7 +88,8 @@ type Store struct {
 	log       *slog.Logger
 	resources map[ResourceType]Resource
 	types     []ResourceType         // the registry's types, in the order holds are taken
-	labels    map[ResourceType]Label // the declared types' names
+	labels    map[ResourceType]Label // the declared and remote types' names
+	remotes   map[ResourceType]*remoteResource
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -182,7 +191,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		rdb.SetMaxOpenConns(n)
 		s.W, s.R = w, r
 	}
-	reg, types, err := newRegistry(s, opt.Declared)
+	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {
 		return nil, err
 	}

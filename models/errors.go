@@ -36,6 +36,8 @@ var (
 	ErrCountChanged      = &Error{"COUNT_CHANGED", "the number of matching tasks is not the one confirmed"}
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
+	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}
+	ErrRemoteUnavailable = &Error{"REMOTE_UNAVAILABLE", "the service that keeps the resource did not answer"}
 )
 
 // Release failures that no retry can fix: the task goes to MANUAL.

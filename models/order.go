@@ -51,13 +51,16 @@ type ReleaseTask struct {
 	ResourceType ResourceType `json:"resource_type"`
 	BizKey       string       `json:"biz_key"`
 	Qty          int64        `json:"qty"`
-	Status       TaskStatus   `json:"status"`
-	Trigger      Trigger      `json:"trigger" gorm:"column:trigger_type"`
-	Attempts     int          `json:"attempts"`
-	Failures     int          `json:"failures"`
-	NextAt       time.Time    `json:"next_at"`
-	LastError    string       `json:"last_error,omitempty"`
-	ErrorClass   ErrorClass   `json:"error_class,omitempty"`
+	// Op is what the task does with the hold: RELEASE it, or, for a
+	// remote type whose order was paid, DEDUCT it at the service.
+	Op         FlowType   `json:"op" gorm:"default:RELEASE"`
+	Status     TaskStatus `json:"status"`
+	Trigger    Trigger    `json:"trigger" gorm:"column:trigger_type"`
+	Attempts   int        `json:"attempts"`
+	Failures   int        `json:"failures"`
+	NextAt     time.Time  `json:"next_at"`
+	LastError  string     `json:"last_error,omitempty"`
+	ErrorClass ErrorClass `json:"error_class,omitempty"`
 	// LastErrorClass is the class of LastError; it differs from ErrorClass
 	// only when ErrorClass is RETRY_EXHAUSTED.
 	LastErrorClass ErrorClass `json:"last_error_class,omitempty"`
@@ -69,6 +72,10 @@ type ReleaseTask struct {
 	DoneAt         *time.Time `json:"done_at,omitempty"`
 	RerunBy        string     `json:"rerun_by,omitempty"`
 	RerunReason    string     `json:"rerun_reason,omitempty"`
+	// answer is what a remote type's service answered this try's call,
+	// kept so that recording it again (the batch did not commit, and the
+	// task is tried alone) does not call again.
+	answer *callAnswer
 }
 
 // TaskAttempt is one try of a task.

@@ -107,7 +107,9 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 		}
 		k := key{h.ResourceType, h.BizKey}
 		delay, ok := delays[k]
-		if !ok {
+		// An aborted placement never gave its customer an order: what it
+		// took goes back at once, whatever delay keeps scalpers off.
+		if !ok && reason != TriggerPlaceAborted {
 			var err error
 			if delay, err = s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey); err != nil {
 				return nil, 0, err
@@ -115,7 +117,7 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 			delays[k] = delay
 		}
 		tasks = append(tasks, ReleaseTask{OrderNo: h.OrderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
-			Qty: h.Outstanding(), Trigger: reason, NextAt: now.Add(delay)})
+			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delay)})
 	}
 	if err := insertTasks(tx, tasks, now); err != nil {
 		return nil, 0, err
@@ -133,14 +135,15 @@ const closeChunk = 100
 func insertTasks(tx *gorm.DB, tasks []ReleaseTask, now time.Time) error {
 	for part := range slices.Chunk(tasks, closeChunk) {
 		var q strings.Builder
-		q.WriteString(`INSERT INTO release_tasks (order_no, resource_type, biz_key, qty, status, trigger_type, next_at, created_at, updated_at) VALUES `)
-		args := make([]any, 0, 9*len(part))
+		q.WriteString(`INSERT INTO release_tasks (order_no, resource_type, biz_key, qty, op, status, trigger_type, next_at,
+			created_at, updated_at) VALUES `)
+		args := make([]any, 0, 10*len(part))
 		for i, t := range part {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, t.OrderNo, t.ResourceType, t.BizKey, t.Qty, TaskPending, t.Trigger, t.NextAt, now, now)
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, t.OrderNo, t.ResourceType, t.BizKey, t.Qty, t.Op, TaskPending, t.Trigger, t.NextAt, now, now)
 		}
 		if err := tx.Exec(q.String(), args...).Error; err != nil {
 			return err

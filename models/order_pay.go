@@ -61,7 +61,10 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 	return out, nil
 }
 
-// deductAll consumes every outstanding hold of an order.
+// deductAll consumes every outstanding hold of an order. A remote type's
+// hold is deducted by its service, which the payment's transaction cannot
+// call: it writes a DEDUCT task instead, which the worker calls and
+// records as it does a release.
 func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) error {
 	var o Order
 	if err := tx.Select("user_id").Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
@@ -73,8 +76,14 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 	}
 	sortHolds(hs)
 	now := s.Now()
+	var tasks []ReleaseTask
 	for _, h := range hs {
 		if h.Outstanding() == 0 {
+			continue
+		}
+		if _, ok := s.remotes[h.ResourceType]; ok {
+			tasks = append(tasks, ReleaseTask{OrderNo: orderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
+				Qty: h.Outstanding(), Op: FlowDeduct, Trigger: trig, NextAt: now})
 			continue
 		}
 		op := Op{Kind: FlowDeduct, OrderNo: orderNo, UserID: o.UserID, Key: h.BizKey, Qty: h.Outstanding(),
@@ -83,7 +92,7 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 			return err
 		}
 	}
-	return nil
+	return insertTasks(tx, tasks, now)
 }
 
 // payLate handles money that arrived for a CLOSED order. It never returns the
@@ -92,7 +101,9 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 // updates and deducted. If anything cannot be taken back, all of that is
 // rolled back and the order goes to REFUND_PENDING instead: what could be
 // re-acquired is re-acquired and released again, so the ledger shows the
-// attempt, and unfinished tasks go on releasing as before.
+// attempt, and unfinished tasks go on releasing as before. An order that
+// held a remote type's resource always goes to REFUND_PENDING
+// (remoteRefusal).
 func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, error) {
 	now := s.Now()
 	// Take the order row first: a second late callback waits here and then
@@ -122,28 +133,31 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 	}
 	// Resource rows are locked in the one order every transaction uses.
 	sortTasks(tasks)
-	err := savepoint(tx, "late_payment", func() error {
-		for _, t := range tasks {
-			if t.Status == TaskDone {
-				if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
+	err := s.remoteRefusal(tasks)
+	if err == nil {
+		err = savepoint(tx, "late_payment", func() error {
+			for _, t := range tasks {
+				if t.Status == TaskDone {
+					if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
+						return err
+					}
+				} else {
+					res := tx.Exec("UPDATE release_tasks SET status = 'SUPERSEDED', updated_at = ? WHERE id = ? AND status IN ('PENDING','RETRY','MANUAL')", now, t.ID)
+					if res.Error != nil {
+						return res.Error
+					}
+					if res.RowsAffected == 0 {
+						return fmt.Errorf("%w: task %d changed under the late payment", errStateMismatch, t.ID)
+					}
+				}
+				if err := s.apply(tx, t.ResourceType, op(FlowDeduct, t)); err != nil {
 					return err
 				}
-			} else {
-				res := tx.Exec("UPDATE release_tasks SET status = 'SUPERSEDED', updated_at = ? WHERE id = ? AND status IN ('PENDING','RETRY','MANUAL')", now, t.ID)
-				if res.Error != nil {
-					return res.Error
-				}
-				if res.RowsAffected == 0 {
-					return fmt.Errorf("%w: task %d changed under the late payment", errStateMismatch, t.ID)
-				}
 			}
-			if err := s.apply(tx, t.ResourceType, op(FlowDeduct, t)); err != nil {
-				return err
-			}
-		}
-		return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
+			return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
 			WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, now, o.OrderNo).Error
-	})
+		})
+	}
 	if err == nil {
 		return PayResult{Status: OrderPaid, Late: true}, nil
 	}
@@ -152,7 +166,7 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 	}
 	failed := []string{err.Error()}
 	for _, t := range tasks {
-		if t.Status != TaskDone {
+		if _, ok := s.remotes[t.ResourceType]; ok || t.Status != TaskDone {
 			continue
 		}
 		err := savepoint(tx, "reacquire", func() error {
@@ -172,6 +186,21 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 		return PayResult{}, err
 	}
 	return PayResult{Status: OrderRefundPending, Late: true, Note: note}, nil
+}
+
+// remoteRefusal is why a late payment cannot take back the holds of
+// tasks, or nil: a remote type's hold is released by a call the task may
+// already have made, and taking it back would need a call inside the
+// payment's transaction. Such an order goes to REFUND_PENDING, and its
+// tasks go on releasing.
+func (s *Store) remoteRefusal(tasks []ReleaseTask) error {
+	for _, t := range tasks {
+		if _, ok := s.remotes[t.ResourceType]; ok {
+			return fmt.Errorf("%w: %s %s is kept by its service; a late payment does not take it back", errStateMismatch,
+				t.ResourceType, t.BizKey)
+		}
+	}
+	return nil
 }
 
 // savepoint runs fn so that its failure undoes only its own work: on error

@@ -4,13 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strconv"
 	"time"
 
 	"gorm.io/gorm"
+
+	"unhold/remote"
 )
 
 // PlaceRequest is what an order asks to hold.
@@ -205,7 +209,8 @@ func NewOrderNo(now time.Time) string {
 
 // PlaceOrder creates a PENDING order and takes every hold it asks for in one
 // transaction: any shortfall rolls all of it back and returns the business
-// error (ErrInsufficientStock, ErrCouponUnavailable, ...).
+// error (ErrInsufficientStock, ErrCouponUnavailable, ...). Holds of a remote
+// type are then locked at their services (lockRemote).
 func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold, error) {
 	hs, err := r.holds(s.resources)
 	if err != nil {
@@ -243,8 +248,61 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 		}
 		return nil
 	})
+	if err == nil {
+		err = s.lockRemote(ctx, o, hs)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("place order %s: %w", name, err)
 	}
 	return o, hs, nil
+}
+
+// lockRemote sends the lock of each of the order's holds of a remote type,
+// remoteCalls at a time, once the order committed with them: their LOCK
+// rows already say the service may hold them, and the order's number is
+// its own. When a lock is refused or not answered, the order is closed
+// PLACE_ABORTED, and the outbox releases every hold it took: a lock that
+// reached the service, and one that never did (the service answers that
+// release as an empty rollback). The error is then ErrRemoteRejected or
+// ErrRemoteUnavailable, with the service's answer. Should the process die
+// before the locks are sent or the order closed, the order is closed at
+// its pay deadline like any unpaid one, and released the same way.
+func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
+	var calls []Hold
+	for _, h := range hs {
+		if _, ok := s.remotes[h.ResourceType]; ok {
+			calls = append(calls, h)
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	errs := make([]error, len(calls))
+	each(len(calls), func(i int) {
+		h := calls[i]
+		_, errs[i] = s.remotes[h.ResourceType].call(ctx, Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: h.BizKey,
+			Qty: h.Qty, Trigger: TriggerPlace})
+	})
+	cause := errors.Join(errs...)
+	if cause == nil {
+		return nil
+	}
+	note := clip("placement aborted: "+cause.Error(), 500)
+	err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+		won, _, err := s.closeOrders(tx, []string{o.OrderNo}, TriggerPlaceAborted)
+		if err != nil || len(won) == 0 {
+			return err
+		}
+		return tx.Exec("UPDATE orders SET note = ? WHERE order_no = ?", note, o.OrderNo).Error
+	})
+	if err != nil {
+		s.log.Error("abort placement: the order stays PENDING until its pay deadline closes it",
+			slog.String("order_no", o.OrderNo), slog.Any("err", err), slog.Any("cause", cause))
+	}
+	kind := ErrRemoteUnavailable
+	var re *remote.Error
+	if errors.As(cause, &re) && !re.Retryable() {
+		kind = ErrRemoteRejected
+	}
+	return fmt.Errorf("%w: %w", kind, cause)
 }

@@ -528,8 +528,11 @@ func flowColumns(l LedgerSpec) string {
 		return cols + `f.avail_before, f.avail_after, f.held_before, f.held_after, f.spent_before, f.spent_after,
 			'' AS status_before, '' AS status_after`
 	}
-	return cols + `0 AS avail_before, 0 AS avail_after, 0 AS held_before, 0 AS held_after, 0 AS spent_before, 0 AS spent_after,
-		f.status_before, f.status_after`
+	status := l.Status
+	if status == "" {
+		status = "f.status_before, f.status_after"
+	}
+	return cols + `0 AS avail_before, 0 AS avail_after, 0 AS held_before, 0 AS held_after, 0 AS spent_before, 0 AS spent_after, ` + status
 }
 
 func ownerColumn(l LedgerSpec) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -171,16 +170,7 @@ func (s *Store) reconcileKeys(db *gorm.DB, keys []ResourceKey) ([]Diff, error) {
 		}
 		diffs = append(diffs, d...)
 	}
-	sort.Slice(diffs, func(i, j int) bool {
-		a, b := diffs[i], diffs[j]
-		if a.Resource != b.Resource {
-			return a.Resource < b.Resource
-		}
-		if a.Key != b.Key {
-			return a.Key < b.Key
-		}
-		return a.Check < b.Check
-	})
+	sortDiffs(diffs)
 	return diffs, nil
 }
 

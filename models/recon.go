@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -118,8 +120,12 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 		orders, err = s.diffOrders(tx, found)
 		return err
 	})
+	var unchecked map[ResourceType][]string
 	if err == nil {
-		err = s.recordDiffs(ctx, run, found, orders)
+		found, unchecked, err = s.withServiceDiffs(ctx, found, orders)
+	}
+	if err == nil {
+		err = s.recordDiffs(ctx, run, found, orders, unchecked)
 	}
 	if err != nil {
 		now := s.Now()
@@ -131,9 +137,38 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 	return run, nil
 }
 
-func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string) error {
+// withServiceDiffs adds to found what the remote types' services say
+// (reconcileServices), and to orders the orders their diffs name, read
+// after the services answered. It returns the keys left unchecked.
+func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType][]string, error) {
+	more, unchecked, err := s.reconcileServices(ctx)
+	if err != nil || len(more) == 0 {
+		return found, unchecked, err
+	}
+	err = s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		named, err := s.diffOrders(tx, more)
+		maps.Copy(orders, named)
+		return err
+	})
+	return append(found, more...), unchecked, err
+}
+
+// recordDiffs keeps found as tickets of run and closes every unresolved
+// ticket the run did not find, but for the HELD tickets of the keys it
+// left unchecked, which stay as they are.
+func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string,
+	unchecked map[ResourceType][]string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
+		for t, keys := range unchecked {
+			for part := range slices.Chunk(keys, closeChunk) {
+				err := tx.Exec(`UPDATE recon_diffs SET last_run_id = ? WHERE status <> 'RESOLVED' AND resource_type = ?
+					AND check_name = ? AND biz_key IN ?`, run.ID, t, CheckHeld, part).Error
+				if err != nil {
+					return err
+				}
+			}
+		}
 		for _, d := range found {
 			sign := 1
 			if d.Delta() < 0 {
@@ -350,6 +385,12 @@ func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 	if err != nil {
 		return nil, err
 	}
+	more, _, err := s.reconcileServices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, more...)
+	sortDiffs(all)
 	return all, nil
 }
 
@@ -367,14 +408,20 @@ func (s *Store) reconcile(ctx context.Context, tx *gorm.DB) ([]Diff, error) {
 			return nil, err
 		}
 	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].Resource != all[j].Resource {
-			return all[i].Resource < all[j].Resource
-		}
-		if all[i].Key != all[j].Key {
-			return all[i].Key < all[j].Key
-		}
-		return all[i].Check < all[j].Check
-	})
+	sortDiffs(all)
 	return all, nil
+}
+
+// sortDiffs sorts diffs by resource, key and check.
+func sortDiffs(diffs []Diff) {
+	sort.Slice(diffs, func(i, j int) bool {
+		a, b := diffs[i], diffs[j]
+		if a.Resource != b.Resource {
+			return a.Resource < b.Resource
+		}
+		if a.Key != b.Key {
+			return a.Key < b.Key
+		}
+		return a.Check < b.Check
+	})
 }

@@ -182,9 +182,18 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 	if t.LeaseToken == "" {
 		return ReleaseResult{}, fmt.Errorf("release task %d: it was not claimed", t.ID)
 	}
+	one := []ReleaseTask{t}
+	failed, err := s.callRemotes(ctx, one, worker)
+	if err != nil {
+		return ReleaseResult{}, fmt.Errorf("release task %d: %w", t.ID, s.handBackStopped(ctx, one, err))
+	}
+	if res, ok := failed[0]; ok {
+		return res, nil
+	}
+	t = one[0]
 	start := s.Now()
 	var outcome string
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	err = s.write(ctx, func(tx *gorm.DB) error {
 		var err error
 		outcome, err = s.releaseIn(tx, t, worker, start)
 		return err
@@ -199,10 +208,7 @@ func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (
 		// The process is stopping: the try rolled back unfinished, whatever
 		// error the driver made of the cancellation, and that is no failure
 		// of the task. Handed back, it is due again at once.
-		if rerr := s.ReturnLease(ctx, t); rerr != nil {
-			return ReleaseResult{}, fmt.Errorf("release task %d: %w (handing the lease back: %v)", t.ID, err, rerr)
-		}
-		return ReleaseResult{}, fmt.Errorf("release task %d: stopped, lease handed back: %w", t.ID, err)
+		return ReleaseResult{}, fmt.Errorf("release task %d: %w", t.ID, s.handBackStopped(ctx, one, err))
 	}
 	res, ferr := s.recordFailure(ctx, t, worker, start, err)
 	if ferr != nil {
@@ -259,8 +265,10 @@ func fenceDone(tx *gorm.DB, ids []int64, token string, now time.Time) (map[int64
 }
 
 // applyRelease gives back what fenced task t holds (its ledger insert and
-// guarded update) and returns DONE, or DUPLICATE when the ledger already
-// has the release; the FaultAfterLedger point follows.
+// guarded update; for a DEDUCT task of a remote type, it records the
+// deduction) and returns DONE, or DUPLICATE when the ledger already has
+// it or the service had done the call before; the FaultAfterLedger point
+// follows.
 func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker string, now time.Time) (string, error) {
 	outcome := OutcomeDone
 	err := s.apply(tx, t.ResourceType, releaseOp(t, trigger, worker, now))
@@ -269,22 +277,100 @@ func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker
 		outcome = OutcomeDuplicate
 	case err != nil:
 		return "", err
+	case t.answer != nil && t.answer.Duplicate:
+		outcome = OutcomeDuplicate
 	}
 	return outcome, s.afterLedger(t)
 }
 
-// releaseOp is the RELEASE a worker applies for task t.
+// releaseOp is the change a worker applies for task t: its RELEASE (or
+// DEDUCT), with the service's answer when t's type is remote.
 func releaseOp(t ReleaseTask, trigger Trigger, worker string, now time.Time) Op {
-	return Op{Kind: FlowRelease, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now}
+	return Op{Kind: t.Op, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now,
+		answer: t.answer}
 }
 
-// afterLedger is the FaultAfterLedger point of task t; without faults it
-// costs a nil check.
-func (s *Store) afterLedger(t ReleaseTask) error {
+// callRemotes makes, outside any transaction, the service call of each
+// task of a remote type among tasks that has no answer yet, remoteCalls at
+// a time, and keeps each answer on its task (tasks[i]), so that recording
+// it again — alone, when a batch did not commit — does not call again. The
+// FaultAfterCall point follows each answered call, from the calling
+// goroutine. A failed call is its task's failed try: the failures are
+// recorded together (a retry, or MANUAL, each fenced by its lease), and
+// their results returned by index. When ctx was cancelled (the process
+// stopping), nothing is recorded and ctx's error is returned: a call that
+// was answered is sent again, with the same key, by the next try.
+func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker string) (map[int]ReleaseResult, error) {
+	var idx []int
+	for i, t := range tasks {
+		if _, ok := s.remotes[t.ResourceType]; ok && t.answer == nil {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	start := s.Now()
+	errs := make([]error, len(idx))
+	each(len(idx), func(k int) {
+		t := &tasks[idx[k]]
+		a, err := s.remotes[t.ResourceType].call(ctx, releaseOp(*t, t.Trigger, worker, start))
+		if err == nil {
+			err = s.fault(FaultAfterCall, *t)
+		}
+		if err != nil {
+			errs[k] = err
+			return
+		}
+		t.answer = a
+	})
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil, ctx.Err()
+	}
+	failed := map[int]ReleaseResult{}
+	err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+		for k, cause := range errs {
+			if cause == nil {
+				continue
+			}
+			res, err := s.failIn(tx, tasks[idx[k]], worker, start, cause)
+			if err != nil {
+				return fmt.Errorf("task %d: %w (the call: %v)", tasks[idx[k]].ID, err, cause)
+			}
+			failed[idx[k]] = res
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record failed calls: %w", err)
+	}
+	return failed, nil
+}
+
+// handBackStopped hands back the leases of tasks when ctx was cancelled
+// (the process stopping: no failure of theirs) and returns err, saying so.
+func (s *Store) handBackStopped(ctx context.Context, tasks []ReleaseTask, err error) error {
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		return err
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
+	defer cancel()
+	if rerr := s.ReturnLeases(hctx, tasks); rerr != nil {
+		return fmt.Errorf("%w (handing the leases back: %v)", err, rerr)
+	}
+	return fmt.Errorf("stopped, leases handed back: %w", err)
+}
+
+// afterLedger is the FaultAfterLedger point of task t.
+func (s *Store) afterLedger(t ReleaseTask) error { return s.fault(FaultAfterLedger, t) }
+
+// fault is the named fault point of task t; without faults it costs a
+// nil check.
+func (s *Store) fault(point string, t ReleaseTask) error {
 	if s.faults == nil {
 		return nil
 	}
-	return s.faults(FaultAfterLedger, &t)
+	return s.faults(point, &t)
 }
 
 // insertAttempt writes one attempt row; see insertAttempts.
@@ -362,7 +448,12 @@ const maxAttemptRows = 100
 // (releaseSaved), so a task failing now rolls back alone and is recorded
 // in the same transaction, while its neighbours' releases stand.
 //
-// An error means nothing of the batch was recorded: ErrBatchNotCommitted
+// A remote type's task has its service called first, outside the
+// transaction (callRemotes); a failed call is recorded as its task's try
+// before the others are released.
+//
+// An error means nothing of the batch was recorded but those failed calls,
+// whose tasks, tried again alone, are LEASE_LOST: ErrBatchNotCommitted
 // when the transaction failed (the caller retries each task alone, where
 // a failure is attributed to its own task); or, when ctx was cancelled
 // (the process stopping), every lease has been handed back (ReturnLeases)
@@ -373,6 +464,39 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 			return nil, fmt.Errorf("release batch: task %d was not claimed", t.ID)
 		}
 	}
+	failed, err := s.callRemotes(ctx, tasks, worker)
+	if err != nil {
+		return nil, fmt.Errorf("release batch: %w", s.handBackStopped(ctx, tasks, err))
+	}
+	if len(failed) == 0 {
+		return s.releaseBatch(ctx, tasks, worker)
+	}
+	results := make([]ReleaseResult, len(tasks))
+	var rest []ReleaseTask
+	var at []int
+	for i, t := range tasks {
+		if res, ok := failed[i]; ok {
+			results[i] = res
+			continue
+		}
+		rest = append(rest, t)
+		at = append(at, i)
+	}
+	if len(rest) == 0 {
+		return results, nil
+	}
+	got, err := s.releaseBatch(ctx, rest, worker)
+	if err != nil {
+		return nil, err
+	}
+	for k, res := range got {
+		results[at[k]] = res
+	}
+	return results, nil
+}
+
+// releaseBatch is ReleaseBatch once every remote task's call was answered.
+func (s *Store) releaseBatch(ctx context.Context, tasks []ReleaseTask, worker string) ([]ReleaseResult, error) {
 	order := make([]int, len(tasks))
 	for i := range order {
 		order[i] = i
@@ -417,12 +541,7 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 		return results, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handBackTimeout)
-		defer cancel()
-		if rerr := s.ReturnLeases(hctx, tasks); rerr != nil {
-			return nil, fmt.Errorf("release batch: %w (handing the leases back: %v)", err, rerr)
-		}
-		return nil, fmt.Errorf("release batch: stopped, leases handed back: %w", err)
+		return nil, fmt.Errorf("release batch: %w", s.handBackStopped(ctx, tasks, err))
 	}
 	return nil, fmt.Errorf("%w: %w", ErrBatchNotCommitted, err)
 }
@@ -759,9 +878,9 @@ func (c *Chain) Rerunnable(t ResourceType) []RerunCandidate {
 			continue
 		}
 		rc := RerunCandidate{Task: task.ReleaseTask}
-		// The worker releases in epoch 0.
+		// The worker releases (or deducts) in epoch 0.
 		for i, f := range c.Flows {
-			if f.ResourceType == t && f.BizKey == task.BizKey && f.Type == FlowRelease && f.Epoch == 0 {
+			if f.ResourceType == t && f.BizKey == task.BizKey && f.Type == task.Op && f.Epoch == 0 {
 				rc.Released = &c.Flows[i]
 			}
 		}

@@ -25,6 +25,9 @@ type Op struct {
 	Epoch   int
 	Actor   string
 	Now     time.Time
+	// answer is a remote type's answer to the call op records (see
+	// remoteResource.Apply); nil for every other type.
+	answer *callAnswer
 }
 
 // ResourceKind says how a type's holds are kept.
@@ -52,6 +55,10 @@ type LedgerSpec struct {
 	Owner   string
 	Owners  []string
 	Counter *CounterSpec
+	// Status is, for a type that is not a counter, a row's status before
+	// and after it as two SQL columns over f, status_before and
+	// status_after; "" reads the columns of those names.
+	Status string
 }
 
 // CounterSpec names a counter's table and its three columns.
@@ -137,10 +144,10 @@ type DeclaredType struct {
 	Label Label
 }
 
-// newRegistry registers the built-in types, then the declared ones, and
-// sets s.labels. A declared type must be a valid name that no other type
-// has.
-func newRegistry(s *Store, declared []DeclaredType) (map[ResourceType]Resource, []ResourceType, error) {
+// newRegistry registers the built-in types, then the declared counters,
+// then the remote types, and sets s.labels and s.remotes. A declared or
+// remote type must be a valid name that no other type has.
+func newRegistry(s *Store, declared []DeclaredType, remotes []RemoteType) (map[ResourceType]Resource, []ResourceType, error) {
 	rs := []Resource{
 		inventoryResource(s),
 		&couponResource{s: s},
@@ -156,6 +163,16 @@ func newRegistry(s *Store, declared []DeclaredType) (map[ResourceType]Resource, 
 		}
 		rs = append(rs, declaredCounter(s, d.Type))
 		s.labels[d.Type] = d.Label
+	}
+	s.remotes = map[ResourceType]*remoteResource{}
+	for _, d := range remotes {
+		if !ValidTypeName(string(d.Type)) || d.Client == nil {
+			return nil, nil, fmt.Errorf("%w: remote resource type %q needs a type name and its service's client", ErrInvalid, d.Type)
+		}
+		r := &remoteResource{s: s, typ: d.Type, client: d.Client}
+		rs = append(rs, r)
+		s.labels[d.Type] = d.Label
+		s.remotes[d.Type] = r
 	}
 	m := make(map[ResourceType]Resource, len(rs))
 	types := make([]ResourceType, len(rs))

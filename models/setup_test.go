@@ -7,6 +7,7 @@ import (
 
 	"unhold/models"
 	"unhold/models/modelstest"
+	"unhold/remote/remotetest"
 )
 
 // bundle is what a domain test works with.
@@ -14,6 +15,8 @@ type bundle struct {
 	s     *models.Store
 	clock *modelstest.Clock
 	ctx   context.Context
+	// svc is the conformance suite's fake service of its remote type.
+	svc *remotetest.Service
 }
 
 // eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.

@@ -85,6 +85,18 @@ func withEveryFlow(t *testing.T, b bundle) {
 			VALUES (NULL, 'gift_wrap', 'k1', 'ADJUST', 0, 'SETUP', 5, 0, 5, 0, 0, 0, 0, 'test', ?),
 			('o-1', 'gift_wrap', 'k1', 'LOCK', 0, 'PLACE', 1, 5, 4, 0, 1, 0, 0, 'test', ?)`, now, now).Error
 	})
+	// Nor a remote type: its ledger of calls (00021) gets an order's LOCK
+	// and RELEASE rows as the remote resource writes them.
+	if !b.s.W.Migrator().HasTable("remote_flows") {
+		return
+	}
+	must(t, func() error {
+		now := b.clock.Now()
+		return b.s.W.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty,
+			idempotency_key, answer, actor, created_at)
+			VALUES ('o-1', 'giftcard', 'c1', 'LOCK', 0, 'PLACE', 1, 'uh1-a', 'SENT', 'test', ?),
+			('o-1', 'giftcard', 'c1', 'RELEASE', 0, 'USER_CANCEL', 1, 'uh1-b', '200', 'test', ?)`, now, now).Error
+	})
 }
 
 // columns are a table's columns but id, in order.

@@ -113,6 +113,10 @@ const (
 	TriggerRerun       Trigger = "RERUN"
 	TriggerLatePayment Trigger = "LATE_PAYMENT"
 	TriggerSetup       Trigger = "SETUP"
+	// TriggerPlaceAborted closes an order whose placement failed after it
+	// committed: a remote type's service refused its lock or did not
+	// answer, so what it holds is given back.
+	TriggerPlaceAborted Trigger = "PLACE_ABORTED"
 )
 
 // ParseCloseReason accepts the reasons an order may be closed for.

@@ -212,6 +212,9 @@ func IdempotencyKey(orderNo, typ, key string, op Op, epoch int) string {
 	return "uh1-" + hex.EncodeToString(h.Sum(nil)[:16])
 }
 
+// Timeout is the whole time one call may take.
+func (c *Client) Timeout() time.Duration { return c.timeout }
+
 // Lock asks the service to hold call.Qty of call.Key for the order.
 func (c *Client) Lock(ctx context.Context, call Call) (Result, error) {
 	return c.call(ctx, OpLock, call)

@@ -201,6 +201,11 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 			status = http.StatusBadRequest
 		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound):
 			status = http.StatusNotFound
+		case errors.Is(err, models.ErrRemoteUnavailable):
+			// The order was closed and its holds go back; placing it
+			// again a moment later may pass.
+			status = http.StatusServiceUnavailable
+			setRetryAfter(c, busyRetryAfter)
 		}
 		return status, errorDetail{Code: me.Code, Message: err.Error()}
 	}

@@ -28,6 +28,7 @@ import (
 	"unhold/auth"
 	"unhold/config"
 	"unhold/models"
+	"unhold/remote"
 )
 
 const usage = `unhold releases what closed orders were holding, exactly once.
@@ -135,20 +136,25 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 	return s, nil
 }
 
-// storeOptions are the store's options of cfg. A declared counter type is
-// registered; a declared remote type is refused: this version does not call
-// remote services yet (docs/remote-resources.md describes the protocol it
-// will speak).
+// storeOptions are the store's options of cfg: the declared counter types,
+// and the remote types with a client of each one's service
+// (docs/remote-resources.md).
 func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 	opt := models.Options{
 		Logger:  log,
 		Coupons: models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
 	}
 	for _, r := range cfg.Resources {
-		if r.Kind != config.KindCounter {
-			return opt, fmt.Errorf("resources: %s is declared %s; this version registers declared counters only", r.Type, r.Kind)
+		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
+		if r.Kind == config.KindCounter {
+			opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: label})
+			continue
 		}
-		opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: models.Label{Zh: r.Label.ZH, En: r.Label.EN}})
+		client, err := remote.New(remote.Config{Type: string(r.Type), URL: r.URL, Timeout: r.Timeout, Token: r.Token})
+		if err != nil {
+			return opt, fmt.Errorf("resources: %w", err)
+		}
+		opt.Remote = append(opt.Remote, models.RemoteType{Type: r.Type, Label: label, Client: client})
 	}
 	return opt, nil
 }

@@ -111,6 +111,15 @@ func (s *Service) SetAvailable(key string, n int64) {
 	s.stockOf(key).Available = n
 }
 
+// SetHeld sets how much of key is held, as a hand edit behind its
+// callers' backs would: the orders' holds are left as they were, so a
+// reconciliation of what the service holds must find the difference.
+func (s *Service) SetHeld(key string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stockOf(key).Held = n
+}
+
 // Stock is key's amounts now.
 func (s *Service) Stock(key string) Stock {
 	s.mu.Lock()

@@ -1,0 +1,393 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"unhold/remote"
+)
+
+// RemoteType is a resource type whose holds another team's service keeps
+// (docs/remote-resources.md): its name, its label, and the client of its
+// service.
+type RemoteType struct {
+	Type   ResourceType
+	Label  Label
+	Client *remote.Client
+}
+
+// KindRemote holds are kept by another service: unhold calls it to lock,
+// deduct and release, and keeps its own ledger of the calls.
+const KindRemote ResourceKind = "remote"
+
+// remoteCalls bounds the calls one batch of tasks, one placement or one
+// reconciliation has in flight at once.
+const remoteCalls = 8
+
+// answerSent is the answer of a LOCK row: it is written with the order's
+// hold, before the lock is sent.
+const answerSent = "SENT"
+
+// remoteResource is a type whose holds a service keeps. Its Apply only
+// records: the service is called outside every transaction (call), and
+// what it answered is written in the transaction that finishes the task,
+// fenced by the task's lease. Its ledger, remote_flows, is unhold's record
+// of the calls: a LOCK row when the hold is taken (before the lock is
+// sent), a DEDUCT or RELEASE row when the service answered one.
+type remoteResource struct {
+	s      *Store
+	typ    ResourceType
+	client *remote.Client
+}
+
+// callAnswer is what the service answered a call that it did: now, or
+// before (Duplicate: 409 ALREADY_DONE).
+type callAnswer struct {
+	Status    int
+	Duplicate bool
+}
+
+func (a *callAnswer) String() string {
+	if a.Duplicate {
+		return strconv.Itoa(a.Status) + " " + remote.CodeAlreadyDone
+	}
+	return strconv.Itoa(a.Status)
+}
+
+func (r *remoteResource) Type() ResourceType { return r.typ }
+
+func (r *remoteResource) Kind() ResourceKind { return KindRemote }
+
+func (r *remoteResource) MaxQty() int64 { return MaxQty }
+
+// UserKeyed is false: a key names the service's resource (a gift card),
+// whose owner the service checks.
+func (r *remoteResource) UserKeyed() bool { return false }
+
+func (r *remoteResource) Side() string { return "" }
+
+// Page is "": a remote key's amounts live in its service.
+func (r *remoteResource) Page(string) string { return "" }
+
+// Ledger is remote_flows narrowed to the type; a row's status is the
+// service's answer. The type is a checked name (ValidTypeName), safe to
+// write into SQL.
+func (r *remoteResource) Ledger() LedgerSpec {
+	return LedgerSpec{Table: "remote_flows", Key: "f.biz_key", Qty: "f.qty",
+		Where: " AND f.resource_type = '" + string(r.typ) + "'", Status: "'' AS status_before, f.answer AS status_after"}
+}
+
+// ReleaseDelay is 0: a delay against scalpers is the service's to keep.
+func (r *remoteResource) ReleaseDelay(*gorm.DB, string) (time.Duration, error) { return 0, nil }
+
+// Apply records op in the type's ledger: a first cycle's LOCK with the
+// order's hold, before it is sent; a DEDUCT or RELEASE once the service
+// answered it (op.answer). A late payment's LOCK is refused: taking a
+// hold back would need a call inside the payment's transaction
+// (payLate sends such an order to REFUND_PENDING).
+func (r *remoteResource) Apply(tx *gorm.DB, op Op) error {
+	answer := answerSent
+	switch {
+	case op.Kind == FlowLock && op.Epoch == 0:
+	case (op.Kind == FlowDeduct || op.Kind == FlowRelease) && op.answer != nil:
+		answer = op.answer.String()
+	case op.Kind == FlowLock:
+		return fmt.Errorf("%w: a late payment does not take back %s %s: its service keeps it", errStateMismatch, r.typ, op.Key)
+	default:
+		return fmt.Errorf("%w: %s of %s %s is recorded only with its service's answer", errStateMismatch, op.Kind, r.typ, op.Key)
+	}
+	res := tx.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty, idempotency_key,
+		answer, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (order_no, resource_type, biz_key, type, epoch) DO NOTHING`,
+		op.OrderNo, r.typ, op.Key, op.Kind, op.Epoch, op.Trigger, op.Qty, r.idempotencyKey(op), answer, op.Actor, op.Now)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("%w: %s %s %s of order %s", errDuplicate, r.typ, op.Key, op.Kind, op.OrderNo)
+	}
+	return nil
+}
+
+// remoteOps are the protocol's operations, by ledger row type.
+var remoteOps = map[FlowType]remote.Op{FlowLock: remote.OpLock, FlowDeduct: remote.OpDeduct, FlowRelease: remote.OpRelease}
+
+func (r *remoteResource) idempotencyKey(op Op) string {
+	return remote.IdempotencyKey(op.OrderNo, string(r.typ), op.Key, remoteOps[op.Kind], op.Epoch)
+}
+
+// call makes op's call to the service, outside any transaction, and
+// returns its answer; an error is a *remote.Error, whose class the retry
+// schedule goes by.
+func (r *remoteResource) call(ctx context.Context, op Op) (*callAnswer, error) {
+	c := remote.Call{OrderNo: op.OrderNo, Key: op.Key, Qty: op.Qty, Epoch: op.Epoch, Trigger: string(op.Trigger)}
+	var res remote.Result
+	var err error
+	switch op.Kind {
+	case FlowLock:
+		res, err = r.client.Lock(ctx, c)
+	case FlowDeduct:
+		res, err = r.client.Deduct(ctx, c)
+	case FlowRelease:
+		res, err = r.client.Release(ctx, c)
+	default:
+		return nil, fmt.Errorf("%w: %s is not a call of the remote protocol", errStateMismatch, op.Kind)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &callAnswer{Status: res.Status, Duplicate: res.Duplicate}, nil
+}
+
+func (r *remoteResource) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
+	var flows []Flow
+	err := db.Raw(`SELECT id, order_no, biz_key, type, epoch, trigger_type AS trigger, qty, answer AS status_after, actor, created_at
+		FROM remote_flows WHERE order_no = ? AND resource_type = ? ORDER BY id`, orderNo, r.typ).Scan(&flows).Error
+	if err != nil {
+		return nil, fmt.Errorf("%s flows of %s: %w", r.typ, orderNo, err)
+	}
+	for i := range flows {
+		flows[i].ResourceType = r.typ
+	}
+	return flows, nil
+}
+
+// ledgerHeldSQL sums, per key of the type, what the ledger of calls says
+// the service holds: what was locked less what was deducted or released.
+const ledgerHeldSQL = `SELECT biz_key AS k, SUM(CASE type WHEN 'LOCK' THEN qty ELSE -qty END) AS held
+	FROM remote_flows WHERE resource_type = ?`
+
+// Reconcile is the check that needs no call: LEDGER_HELD, what the
+// ledger of calls says the service holds of each key against what PENDING
+// orders and unfinished tasks hold, both read in db's snapshot. What the
+// service itself says (HELD) is asked after the snapshot, by
+// reconcileServices.
+func (r *remoteResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
+	var rows []struct {
+		K              string
+		Held, Expected int64
+	}
+	err := db.WithContext(ctx).Raw(`SELECT l.k, l.held, COALESCE(p.q, 0) + COALESCE(t.q, 0) AS expected
+		FROM (`+ledgerHeldSQL+` GROUP BY biz_key) l
+		LEFT JOIN (SELECT h.biz_key AS k, SUM(h.qty - h.released - h.deducted) AS q
+			FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.resource_type = ? AND o.status = 'PENDING' GROUP BY h.biz_key) p ON p.k = l.k
+		LEFT JOIN (SELECT biz_key AS k, SUM(qty) AS q FROM release_tasks
+			WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL') GROUP BY biz_key) t ON t.k = l.k`,
+		r.typ, r.typ, r.typ).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("reconcile %s: %w", r.typ, err)
+	}
+	var diffs []Diff
+	for _, row := range rows {
+		if row.Held != row.Expected {
+			diffs = append(diffs, Diff{Resource: r.typ, Key: row.K, Check: CheckLedgerHeld, Expected: row.Expected, Actual: row.Held})
+		}
+	}
+	return diffs, nil
+}
+
+// reconcileKeys is Reconcile for some keys, within the snapshot: the
+// order chain asks no service while it draws.
+func (r *remoteResource) reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[ResourceKey]keyTotals) ([]Diff, error) {
+	var rows []struct {
+		K    string
+		Held int64
+	}
+	if err := db.Raw(ledgerHeldSQL+" AND biz_key IN ? GROUP BY biz_key", r.typ, keys).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("reconcile %s keys: %w", r.typ, err)
+	}
+	held := make(map[string]int64, len(rows))
+	for _, row := range rows {
+		held[row.K] = row.Held
+	}
+	var diffs []Diff
+	for _, key := range keys {
+		k := ResourceKey{r.typ, key}
+		if want := pending[k].Q + tasks[k].Q; held[key] != want {
+			diffs = append(diffs, Diff{Resource: r.typ, Key: key, Check: CheckLedgerHeld, Expected: want, Actual: held[key]})
+		}
+	}
+	return diffs, nil
+}
+
+// keyView is one snapshot's view of a type's keys: what each is expected
+// to hold, and which have a call that may be under way.
+type keyView struct {
+	expected map[string]int64
+	busy     map[string]bool
+}
+
+// view reads, in one snapshot, what each key of the type is expected to
+// hold (PENDING orders' open holds and unfinished tasks, as Reconcile
+// reads them) — of the given keys, or of every key in the ledger when
+// keys is nil — and which keys are busy: a task of theirs is leased (its
+// call may be under way), or an order holding them was placed within the
+// placement's bound on its lock calls (placeCallWindow).
+func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, error) {
+	v := keyView{expected: map[string]int64{}, busy: map[string]bool{}}
+	err := r.s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		if keys == nil {
+			if err := tx.Raw("SELECT DISTINCT biz_key FROM remote_flows WHERE resource_type = ?", r.typ).Scan(&keys).Error; err != nil {
+				return err
+			}
+		}
+		if len(keys) == 0 {
+			return nil
+		}
+		pending, tasks, err := r.s.expectedHeld(tx, []ResourceType{r.typ}, keys)
+		if err != nil {
+			return err
+		}
+		for _, key := range keys {
+			k := ResourceKey{r.typ, key}
+			v.expected[key] = pending[k].Q + tasks[k].Q
+		}
+		var busy []string
+		err = tx.Raw(`SELECT biz_key FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY')
+				AND lease_until IS NOT NULL
+			UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+				WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING' AND o.created_at > ?`,
+			r.typ, keys, r.typ, keys, r.s.Now().Add(-r.placeCallWindow())).Scan(&busy).Error
+		for _, k := range busy {
+			v.busy[k] = true
+		}
+		return err
+	})
+	if err != nil {
+		return keyView{}, fmt.Errorf("reconcile %s: %w", r.typ, err)
+	}
+	return v, nil
+}
+
+// placeCallWindow bounds how long after its order commits a placement's
+// lock calls may still reach the service: each call's timeout, twice (the
+// client's own resend of a request on a closed connection), and a margin.
+func (r *remoteResource) placeCallWindow() time.Duration {
+	return 2*r.client.Timeout() + 5*time.Second
+}
+
+// checkService is the HELD check: what the service says it holds of each
+// key (GET /holds/{key}) against what unhold expects it to hold. The
+// service cannot be read in unhold's snapshot, so the key's expectation is
+// read before the calls and again after them; a key is compared only when
+// both reads agree and neither saw a call of its under way: a release
+// that landed between the reads, or a lock still on its way, is no diff.
+// The keys it could not compare so are returned as unchecked, and so are
+// all keys when the service did not answer (logged): their open tickets
+// stay open until a run compares them. A service that offers no GET
+// /holds has no HELD check.
+func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchecked []string, err error) {
+	before, err := r.view(ctx, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var keys []string
+	for k := range before.expected {
+		if before.busy[k] {
+			unchecked = append(unchecked, k)
+		} else {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	held, err := r.holds(ctx, keys)
+	if errors.Is(err, remote.ErrNoHolds) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		r.s.log.Warn("reconcile: the service did not answer; its holds are compared on a later run",
+			slog.String("resource", string(r.typ)), slog.Any("err", err))
+		return nil, append(unchecked, keys...), nil
+	}
+	var odd []string
+	for _, k := range keys {
+		if held[k] != before.expected[k] {
+			odd = append(odd, k)
+		}
+	}
+	if len(odd) == 0 {
+		return nil, unchecked, nil
+	}
+	after, err := r.view(ctx, odd)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, k := range odd {
+		if after.busy[k] || after.expected[k] != before.expected[k] {
+			unchecked = append(unchecked, k)
+			continue
+		}
+		diffs = append(diffs, Diff{Resource: r.typ, Key: k, Check: CheckHeld, Expected: before.expected[k], Actual: held[k]})
+	}
+	return diffs, unchecked, nil
+}
+
+// holds asks the service what it holds of each key, remoteCalls at a time.
+func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(keys))
+	var mu sync.Mutex
+	errs := make([]error, len(keys))
+	each(len(keys), func(i int) {
+		h, err := r.client.Holds(ctx, keys[i])
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		mu.Lock()
+		out[keys[i]] = h.Held
+		mu.Unlock()
+	})
+	for _, err := range errs {
+		if errors.Is(err, remote.ErrNoHolds) {
+			return nil, err
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// each runs fn(0) … fn(n-1), remoteCalls at a time, and returns when all
+// have returned.
+func each(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, remoteCalls)
+	for i := range n {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}
+
+// reconcileServices runs every remote type's HELD check (checkService),
+// each with reads of its own: a service is not asked inside a snapshot. It
+// returns the diffs found and, by type, the keys left unchecked.
+func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType][]string, error) {
+	var all []Diff
+	unchecked := map[ResourceType][]string{}
+	for _, t := range s.types {
+		r, ok := s.remotes[t]
+		if !ok {
+			continue
+		}
+		d, u, err := r.checkService(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, d...)
+		if len(u) > 0 {
+			unchecked[t] = u
+		}
+	}
+	return all, unchecked, nil
+}
