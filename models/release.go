@@ -297,7 +297,10 @@ func releaseOp(t ReleaseTask, trigger Trigger, worker string, now time.Time) Op 
 // FaultAfterCall point follows each answered call, from the calling
 // goroutine. A failed call is its task's failed try: the failures are
 // recorded together (a retry, or MANUAL, each fenced by its lease), and
-// their results returned by index. When ctx was cancelled (the process
+// their results returned by index, with LEASE_LOST for a task no longer
+// this lease's, which is not called: a task whose failed call was recorded
+// and which is then tried alone (its batch did not commit) is not sent a
+// call that nothing would record. When ctx was cancelled (the process
 // stopping), nothing is recorded and ctx's error is returned: a call that
 // was answered is sent again, with the same key, by the next try.
 func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker string) (map[int]ReleaseResult, error) {
@@ -309,6 +312,11 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 	}
 	if len(idx) == 0 {
 		return nil, nil
+	}
+	failed := map[int]ReleaseResult{}
+	idx, err := s.stillLeased(ctx, tasks, idx, failed)
+	if err != nil || len(idx) == 0 {
+		return failed, err
 	}
 	start := s.Now()
 	errs := make([]error, len(idx))
@@ -327,8 +335,7 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil, ctx.Err()
 	}
-	failed := map[int]ReleaseResult{}
-	err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+	err = s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
 		for k, cause := range errs {
 			if cause == nil {
 				continue
@@ -345,6 +352,37 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 		return nil, fmt.Errorf("record failed calls: %w", err)
 	}
 	return failed, nil
+}
+
+// stillLeased keeps, of the tasks at idx, those still leased by the token
+// they were claimed with, and puts LEASE_LOST in lost for the others.
+func (s *Store) stillLeased(ctx context.Context, tasks []ReleaseTask, idx []int, lost map[int]ReleaseResult) ([]int, error) {
+	ids := make([]int64, len(idx))
+	for k, i := range idx {
+		ids[k] = tasks[i].ID
+	}
+	var leased []struct {
+		ID         int64
+		LeaseToken string
+	}
+	err := s.R.WithContext(ctx).Raw(`SELECT id, lease_token FROM release_tasks WHERE id IN ? AND status IN ('PENDING','RETRY')`,
+		ids).Scan(&leased).Error
+	if err != nil {
+		return nil, fmt.Errorf("read leases: %w", err)
+	}
+	token := make(map[int64]string, len(leased))
+	for _, l := range leased {
+		token[l.ID] = l.LeaseToken
+	}
+	keep := idx[:0:0]
+	for _, i := range idx {
+		if token[tasks[i].ID] == tasks[i].LeaseToken {
+			keep = append(keep, i)
+		} else {
+			lost[i] = ReleaseResult{Outcome: OutcomeLeaseLost}
+		}
+	}
+	return keep, nil
 }
 
 // handBackStopped hands back the leases of tasks when ctx was cancelled
@@ -466,7 +504,10 @@ func (s *Store) ReleaseBatch(ctx context.Context, tasks []ReleaseTask, worker st
 	}
 	failed, err := s.callRemotes(ctx, tasks, worker)
 	if err != nil {
-		return nil, fmt.Errorf("release batch: %w", s.handBackStopped(ctx, tasks, err))
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, fmt.Errorf("release batch: %w", s.handBackStopped(ctx, tasks, err))
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBatchNotCommitted, err)
 	}
 	if len(failed) == 0 {
 		return s.releaseBatch(ctx, tasks, worker)

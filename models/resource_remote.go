@@ -1,10 +1,12 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -240,27 +242,30 @@ func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, erro
 				return err
 			}
 		}
-		if len(keys) == 0 {
-			return nil
+		recent := r.s.Now().Add(-r.placeCallWindow())
+		for part := range slices.Chunk(keys, closeChunk) {
+			pending, tasks, err := r.s.expectedHeld(tx, []ResourceType{r.typ}, part)
+			if err != nil {
+				return err
+			}
+			for _, key := range part {
+				k := ResourceKey{r.typ, key}
+				v.expected[key] = pending[k].Q + tasks[k].Q
+			}
+			var busy []string
+			err = tx.Raw(`SELECT biz_key FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY')
+					AND lease_until IS NOT NULL
+				UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+					WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING' AND o.created_at > ?`,
+				r.typ, part, r.typ, part, recent).Scan(&busy).Error
+			if err != nil {
+				return err
+			}
+			for _, k := range busy {
+				v.busy[k] = true
+			}
 		}
-		pending, tasks, err := r.s.expectedHeld(tx, []ResourceType{r.typ}, keys)
-		if err != nil {
-			return err
-		}
-		for _, key := range keys {
-			k := ResourceKey{r.typ, key}
-			v.expected[key] = pending[k].Q + tasks[k].Q
-		}
-		var busy []string
-		err = tx.Raw(`SELECT biz_key FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY')
-				AND lease_until IS NOT NULL
-			UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
-				WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING' AND o.created_at > ?`,
-			r.typ, keys, r.typ, keys, r.s.Now().Add(-r.placeCallWindow())).Scan(&busy).Error
-		for _, k := range busy {
-			v.busy[k] = true
-		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return keyView{}, fmt.Errorf("reconcile %s: %w", r.typ, err)
@@ -346,12 +351,21 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 		out[keys[i]] = h.Held
 		mu.Unlock()
 	})
+	var first error
+	failed := 0
 	for _, err := range errs {
 		if errors.Is(err, remote.ErrNoHolds) {
 			return nil, err
 		}
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
 	}
-	return out, errors.Join(errs...)
+	if failed > 0 {
+		return nil, fmt.Errorf("%d of %d keys not answered, the first: %w", failed, len(keys), first)
+	}
+	return out, nil
 }
 
 // each runs fn(0) … fn(n-1), remoteCalls at a time, and returns when all
