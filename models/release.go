@@ -660,7 +660,7 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		live = append(live, i)
 	}
 	attempts := make([]TaskAttempt, 0, len(live))
-	var counted []ReleaseTask // released by a counter's releaseMany, hold rows still to move
+	var counted []ReleaseTask // released by a releaseMany, hold rows still to move
 	for len(live) > 0 {
 		// One resource type at a time, in the order given.
 		n := 1
@@ -669,7 +669,10 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		}
 		group := live[:n]
 		live = live[n:]
-		c, many := s.resources[tasks[group[0]].ResourceType].(*counter)
+		c, many := s.resources[tasks[group[0]].ResourceType].(batchReleaser)
+		for _, i := range group {
+			many = many && tasks[i].Op == FlowRelease
+		}
 		if many {
 			ops := make([]Op, len(group))
 			for k, i := range group {
@@ -686,6 +689,9 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 			var err error
 			if many {
 				outcome, err = OutcomeDone, s.afterLedger(t)
+				if t.answer != nil && t.answer.Duplicate {
+					outcome = OutcomeDuplicate
+				}
 				counted = append(counted, t)
 			} else {
 				outcome, err = s.applyRelease(tx, t, fenced[t.ID].Trigger, worker, start)
@@ -720,6 +726,14 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		attempts = attempts[n:]
 	}
 	return results, nil
+}
+
+// batchReleaser is a Resource that records many RELEASEs of one claim in
+// a few statements (a counter, a remote type): the ledger rows and the
+// resource's own change, but not the hold rows, which releaseAll moves for
+// all of them together. What it cannot settle returns errTryEach.
+type batchReleaser interface {
+	releaseMany(tx *gorm.DB, ops []Op) error
 }
 
 // releaseSaved is one task of a batch: its try inside a savepoint, and a

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,15 +107,58 @@ func (r *remoteResource) Apply(tx *gorm.DB, op Op) error {
 	default:
 		return fmt.Errorf("%w: %s of %s %s is recorded only with its service's answer", errStateMismatch, op.Kind, r.typ, op.Key)
 	}
-	res := tx.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty, idempotency_key,
-		answer, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (order_no, resource_type, biz_key, type, epoch) DO NOTHING`,
-		op.OrderNo, r.typ, op.Key, op.Kind, op.Epoch, op.Trigger, op.Qty, r.idempotencyKey(op), answer, op.Actor, op.Now)
-	if res.Error != nil {
-		return res.Error
+	n, err := r.insert(tx, []Op{op}, []string{answer})
+	if err != nil {
+		return err
 	}
-	if res.RowsAffected == 0 {
+	if n == 0 {
 		return fmt.Errorf("%w: %s %s %s of order %s", errDuplicate, r.typ, op.Key, op.Kind, op.OrderNo)
+	}
+	return nil
+}
+
+// insert writes the ledger rows of ops, with their answers, in one
+// statement, leaving out a row the ledger has already, and returns how
+// many it wrote.
+func (r *remoteResource) insert(tx *gorm.DB, ops []Op, answers []string) (int64, error) {
+	var q strings.Builder
+	q.WriteString(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty, idempotency_key,
+		answer, actor, created_at) VALUES `)
+	args := make([]any, 0, 11*len(ops))
+	for i, op := range ops {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		args = append(args, op.OrderNo, r.typ, op.Key, op.Kind, op.Epoch, op.Trigger, op.Qty, r.idempotencyKey(op),
+			answers[i], op.Actor, op.Now)
+	}
+	q.WriteString(" ON CONFLICT (order_no, resource_type, biz_key, type, epoch) DO NOTHING")
+	res := tx.Exec(q.String(), args...)
+	return res.RowsAffected, res.Error
+}
+
+// releaseMany records the answered RELEASEs of ops, one claim's tasks of
+// the type, in one insert a hundred rows; releaseAll moves their hold rows.
+// A row the ledger has already, or an op without its answer, returns
+// errTryEach: each op is then recorded alone, where a repeat is told
+// DUPLICATE.
+func (r *remoteResource) releaseMany(tx *gorm.DB, ops []Op) error {
+	for part := range slices.Chunk(ops, closeChunk) {
+		answers := make([]string, len(part))
+		for i, op := range part {
+			if op.Kind != FlowRelease || op.answer == nil {
+				return errTryEach
+			}
+			answers[i] = op.answer.String()
+		}
+		n, err := r.insert(tx, part, answers)
+		if err != nil {
+			return err
+		}
+		if n != int64(len(part)) {
+			return errTryEach
+		}
 	}
 	return nil
 }
