@@ -116,8 +116,12 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 	// No _time_format: the driver's default already writes the layout we
 	// compare as text, and glebarez/go-sqlite stops reading the DSN after
 	// _time_format, so a _txlock after it would be silently ignored.
-	return "file:" + path + "?" + q.Encode()
+	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
+
+// uriPath escapes what a file: URI would otherwise read as its query, its
+// fragment or an escape, so a path holding "?", "#" or "%" opens that file.
+var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -142,4 +143,34 @@ func twoProcesses(t *testing.T, path string) []*models.Store {
 		t.Fatal(err)
 	}
 	return stores
+}
+
+// A SQLite path holding characters a file: URI reads otherwise — "?"
+// (its query), "#" (its fragment), "%" (an escape) — opens that very file
+// with both pools: without escaping, the path was cut at "#" (a database
+// beside the one asked for) or refused.
+func TestSQLitePathWithURICharacters(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "shop#01?x=1%y")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "unhold.db")
+	s, err := models.Open(context.Background(), path, models.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetStock(context.Background(), "sku-1", 3, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetSKU(context.Background(), "sku-1"); err != nil {
+		t.Fatalf("the read pool does not see the write pool's database: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at %s: %v", path, err)
+	}
 }
