@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
+
+	"unhold/models"
 )
 
 // Passwords are argon2id with OWASP's minimum parameters (19 MiB, two
@@ -57,10 +59,10 @@ func NewPassword() string { return randomSecret(18) }
 // and at most MaxPasswordLen bytes.
 func ValidPassword(pw string) error {
 	if len(pw) > MaxPasswordLen {
-		return invalid("password must be at most %d bytes", MaxPasswordLen)
+		return models.Invalid("password must be at most %d bytes", MaxPasswordLen)
 	}
 	if utf8.RuneCountInString(pw) < MinPasswordLen {
-		return invalid("password must be at least %d characters", MinPasswordLen)
+		return models.Invalid("password must be at least %d characters", MinPasswordLen)
 	}
 	return nil
 }

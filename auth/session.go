@@ -131,7 +131,7 @@ func (s *Store) Login(ctx context.Context, r LoginRequest) (string, *User, error
 		}
 		why = "user changed during login"
 	}
-	err = s.write(ctx, func(tx *gorm.DB) error { return auditIn(tx, audit("failed", why), s.db.Now()) })
+	err = s.write(ctx, func(tx *gorm.DB) error { return models.AuditIn(tx, audit("failed", why), s.db.Now()) })
 	if err != nil {
 		return "", nil, fmt.Errorf("login %s: %w", typed, err)
 	}
@@ -201,7 +201,7 @@ func (s *Store) openSession(ctx context.Context, u *User, r LoginRequest, a *mod
 			return err
 		}
 		a.Role = string(u.Role)
-		return auditIn(tx, a, now)
+		return models.AuditIn(tx, a, now)
 	})
 	if err != nil {
 		return "", err
@@ -308,7 +308,7 @@ func (s *Store) Logout(ctx context.Context, token, actor string) error {
 	}
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var sess Session
-		err := tx.Raw(`SELECT * FROM sessions WHERE token_hash = ?`+s.forUpdate(), hashToken(token)).Scan(&sess).Error
+		err := tx.Raw(`SELECT * FROM sessions WHERE token_hash = ?`+s.db.ForUpdate(), hashToken(token)).Scan(&sess).Error
 		if err != nil || sess.TokenHash == "" {
 			return err
 		}
@@ -320,7 +320,7 @@ func (s *Store) Logout(ctx context.Context, token, actor string) error {
 		if err := tx.Raw(`SELECT name FROM users WHERE id = ?`, sess.UserID).Scan(&name).Error; err != nil {
 			return err
 		}
-		return auditIn(tx, &models.AuditEntry{Actor: actor, Action: "logout", Target: userTarget(name), Outcome: "ok"}, s.db.Now())
+		return models.AuditIn(tx, &models.AuditEntry{Actor: actor, Action: "logout", Target: userTarget(name), Outcome: "ok"}, s.db.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("logout: %w", err)

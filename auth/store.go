@@ -9,11 +9,8 @@ package auth
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -65,41 +62,4 @@ func New(db *models.Store, opt Options) *Store {
 // waits its turn for the one write connection like the domain's writes.
 func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.W.WithContext(ctx).Transaction(fn)
-}
-
-// forUpdate is the row-lock suffix for a read that a write will follow; on
-// SQLite the immediate write transaction already excludes other writers.
-func (s *Store) forUpdate() string {
-	if s.db.Dialect == models.Postgres {
-		return " FOR UPDATE"
-	}
-	return ""
-}
-
-// take reads one row into dst; models.ErrNotFound, naming what, when there
-// is none.
-func take(q *gorm.DB, dst any, what string) error {
-	err := q.Take(dst).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("%w: %s", models.ErrNotFound, what)
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", what, err)
-	}
-	return nil
-}
-
-// auditIn writes a copy of a, stamped now, in tx; a nil a writes nothing.
-func auditIn(tx *gorm.DB, a *models.AuditEntry, now time.Time) error {
-	if a == nil {
-		return nil
-	}
-	e := *a
-	e.CreatedAt = now
-	return tx.Create(&e).Error
-}
-
-// invalid is bad input: models.ErrInvalid with what is wrong.
-func invalid(format string, a ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{models.ErrInvalid}, a...)...)
 }

@@ -210,7 +210,7 @@ func (s *Store) readThrottle(db *gorm.DB, keys []string, now time.Time, lock boo
 	for _, k := range keys {
 		q := `SELECT * FROM login_throttle WHERE key = ?`
 		if lock {
-			q += s.forUpdate()
+			q += s.db.ForUpdate()
 		}
 		var found []throttleRow
 		if err := db.Raw(q, k).Scan(&found).Error; err != nil {
@@ -274,7 +274,7 @@ func (s *Store) reserveLogin(ctx context.Context, name, ip string, audit func(ou
 					return err
 				}
 			}
-			return auditIn(tx, audit("throttled", fmt.Sprintf("%s; retry after %s; later refusals of this lock are not recorded",
+			return models.AuditIn(tx, audit("throttled", fmt.Sprintf("%s; retry after %s; later refusals of this lock are not recorded",
 				why, wait.Round(time.Second))), now)
 		}
 		pair, all, addr := rows[pairKey(name, ip)], rows[userKey(name)], rows[ipKey(ip)]

@@ -63,7 +63,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, name string, role Role, acto
 		// miss this one. Locking the user's row waits for a disable in
 		// progress on PostgreSQL (SQLite has one writer anyway).
 		var creator []User
-		err := tx.Raw(`SELECT * FROM users WHERE name = ?`+s.forUpdate(), actor).Scan(&creator).Error
+		err := tx.Raw(`SELECT * FROM users WHERE name = ?`+s.db.ForUpdate(), actor).Scan(&creator).Error
 		if err != nil {
 			return err
 		}
@@ -101,8 +101,8 @@ func (s *Store) APITokens(ctx context.Context) ([]APIToken, error) {
 func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) error {
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var t APIToken
-		q := tx.Raw(`SELECT * FROM api_tokens WHERE id = ? AND revoked_at IS NULL`+s.forUpdate(), id)
-		if err := take(q, &t, fmt.Sprintf("live api token %d", id)); err != nil {
+		q := tx.Raw(`SELECT * FROM api_tokens WHERE id = ? AND revoked_at IS NULL`+s.db.ForUpdate(), id)
+		if err := models.Take(q, &t, fmt.Sprintf("live api token %d", id)); err != nil {
 			return err
 		}
 		now := s.db.Now()
@@ -124,7 +124,7 @@ func (s *Store) RevokeAPIToken(ctx context.Context, id int64, actor string) erro
 // ':' of other actors), with an audit row each, and returns how many.
 func (s *Store) revokeTokensOf(tx *gorm.DB, creator, actor string, now time.Time) (int64, error) {
 	var live []APIToken
-	err := tx.Raw(`SELECT * FROM api_tokens WHERE created_by = ? AND revoked_at IS NULL ORDER BY id`+s.forUpdate(), creator).
+	err := tx.Raw(`SELECT * FROM api_tokens WHERE created_by = ? AND revoked_at IS NULL ORDER BY id`+s.db.ForUpdate(), creator).
 		Scan(&live).Error
 	if err != nil {
 		return 0, err

@@ -123,45 +123,45 @@ var scriptSets = [][]string{
 func ValidUserName(name string) error {
 	n := utf8.RuneCountInString(name)
 	if n == 0 || n > MaxNameLen {
-		return invalid("name must be 1 to %d characters", MaxNameLen)
+		return models.Invalid("name must be 1 to %d characters", MaxNameLen)
 	}
 	if !utf8.ValidString(name) {
-		return invalid("name must be valid UTF-8")
+		return models.Invalid("name must be valid UTF-8")
 	}
 	scripts := map[string]bool{}
 	for _, c := range name {
 		switch {
 		case unicode.IsControl(c) || unicode.Is(unicode.Bidi_Control, c):
-			return invalid("name must not contain control characters")
+			return models.Invalid("name must not contain control characters")
 		case invisible(c):
-			return invalid("name must not contain invisible characters (U+%04X)", c)
+			return models.Invalid("name must not contain invisible characters (U+%04X)", c)
 		case c == ':':
-			return invalid("name must not contain ':'")
+			return models.Invalid("name must not contain ':'")
 		}
 		if s := scriptOf(c); s != "" {
 			scripts[s] = true
 		}
 	}
 	if !oneScript(scripts) {
-		return invalid("name must not mix scripts (%s): its letters must be of one script", strings.Join(slices.Sorted(maps.Keys(scripts)), ", "))
+		return models.Invalid("name must not mix scripts (%s): its letters must be of one script", strings.Join(slices.Sorted(maps.Keys(scripts)), ", "))
 	}
 	if name[0] == ' ' || name[len(name)-1] == ' ' {
-		return invalid("name must not start or end with a space")
+		return models.Invalid("name must not start or end with a space")
 	}
 	if strings.Contains(name, "  ") {
-		return invalid("name must not contain two spaces in a row")
+		return models.Invalid("name must not contain two spaces in a row")
 	}
 	if !norm.NFC.IsNormalString(name) {
-		return invalid("name must be written with composed characters, as %q", norm.NFC.String(name))
+		return models.Invalid("name must be written with composed characters, as %q", norm.NFC.String(name))
 	}
 	for _, c := range name {
 		if plain := norm.NFKC.String(string(c)); unicode.In(c, unicode.L, unicode.N) && plain != string(c) {
-			return invalid("name must not contain %q (U+%04X), a form of %q", c, c, plain)
+			return models.Invalid("name must not contain %q (U+%04X), a form of %q", c, c, plain)
 		}
 	}
 	for _, r := range reservedNames {
 		if strings.EqualFold(name, r) {
-			return invalid("name %q is reserved for what the logs record", name)
+			return models.Invalid("name %q is reserved for what the logs record", name)
 		}
 	}
 	return nil
@@ -266,7 +266,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 // UserByID reads one account; models.ErrNotFound when there is none.
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var out User
-	if err := take(s.db.R.WithContext(ctx).Where("id = ?", id), &out, fmt.Sprintf("user %d", id)); err != nil {
+	if err := models.Take(s.db.R.WithContext(ctx).Where("id = ?", id), &out, fmt.Sprintf("user %d", id)); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -276,7 +276,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 // there is none.
 func (s *Store) UserByName(ctx context.Context, name string) (*User, error) {
 	var out User
-	if err := take(s.db.R.WithContext(ctx).Where("name = ?", name), &out, "user "+name); err != nil {
+	if err := models.Take(s.db.R.WithContext(ctx).Where("name = ?", name), &out, "user "+name); err != nil {
 		return nil, err
 	}
 	return &out, nil
@@ -288,7 +288,7 @@ func (s *Store) UserByName(ctx context.Context, name string) (*User, error) {
 // admins other than the user there are.
 func (s *Store) lockUserAndAdmins(tx *gorm.DB, id int64) (*User, int, error) {
 	var rows []User
-	err := tx.Raw(`SELECT * FROM users WHERE id = ? OR (role = ? AND disabled = ?) ORDER BY id`+s.forUpdate(),
+	err := tx.Raw(`SELECT * FROM users WHERE id = ? OR (role = ? AND disabled = ?) ORDER BY id`+s.db.ForUpdate(),
 		id, RoleAdmin, false).Scan(&rows).Error
 	if err != nil {
 		return nil, 0, err
@@ -398,7 +398,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password, actor str
 	}
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		var u User
-		if err := take(tx.Raw(`SELECT * FROM users WHERE id = ?`+s.forUpdate(), id), &u, fmt.Sprintf("user %d", id)); err != nil {
+		if err := models.Take(tx.Raw(`SELECT * FROM users WHERE id = ?`+s.db.ForUpdate(), id), &u, fmt.Sprintf("user %d", id)); err != nil {
 			return err
 		}
 		now := s.db.Now()
@@ -456,7 +456,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 	}
 	if !ok {
 		err := s.write(ctx, func(tx *gorm.DB) error {
-			return auditIn(tx, audit("refused", "wrong current password"), s.db.Now())
+			return models.AuditIn(tx, audit("refused", "wrong current password"), s.db.Now())
 		})
 		if err != nil {
 			return fmt.Errorf("change password of %s: %w", u.Name, err)
@@ -487,7 +487,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, oldPW, newPW, 
 		if err := settleLogin(tx, u.Name, ip, now, s.throttle); err != nil {
 			return err
 		}
-		return auditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)
+		return models.AuditIn(tx, audit("ok", fmt.Sprintf("%d other session(s) ended", ended)), now)
 	})
 	if errors.Is(err, errPasswordMoved) {
 		return fmt.Errorf("change password of %s: %w", u.Name, ErrBadCredentials)

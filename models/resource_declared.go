@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"net/url"
 
 	"gorm.io/gorm"
 )
@@ -23,6 +24,7 @@ func declaredCounter(s *Store, t ResourceType) *counter {
 		fixedCol: "resource_type", fixedVal: string(t),
 		avail: "available", held: "locked", spent: "spent",
 		short: ErrInsufficientStock, missing: ErrResourceNotFound, maxQty: MaxQty,
+		page: func(key string) string { return "/resources/" + string(t) + "/" + url.PathEscape(key) },
 	}
 }
 

@@ -151,7 +151,7 @@ func Layout(p Page) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, n := range nav {
+			for _, n := range navFor(p) {
 				if p.Can(n.Need) {
 					{
 						templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer

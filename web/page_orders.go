@@ -183,7 +183,8 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 	})
 	for _, h := range holds {
 		k := key{h.ResourceType, h.BizKey}
-		r := views.ChainResource{Type: string(h.ResourceType), Key: h.BizKey, Held: h.Qty, Released: h.Released,
+		r := views.ChainResource{Type: string(h.ResourceType), Key: h.BizKey, KeyURL: s.store.KeyPage(h.ResourceType, h.BizKey),
+			Held: h.Qty, Released: h.Released,
 			Deducted: h.Deducted, Releases: releases[k], Diffs: diffsOf[k]}
 		if t := tasks[k]; t != nil {
 			r.Task, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), t.ID, string(t.ErrorClass), t.LastError

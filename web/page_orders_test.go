@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -561,19 +559,6 @@ func TestOrdersListFilters(t *testing.T) {
 func TestOrderChainGolden(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
-		got := getPage(t, b, "/orders/m-1", false, http.StatusOK)
-		path := filepath.Join("testdata", "order_chain.golden.html")
-		if *updateGolden {
-			if strings.HasSuffix(t.Name(), "/sqlite") {
-				try(t, "mkdir", os.MkdirAll("testdata", 0o755))
-				try(t, "write golden", os.WriteFile(path, []byte(got), 0o644))
-			}
-			return
-		}
-		want, err := os.ReadFile(path)
-		try(t, "read golden (run with -update to create it)", err)
-		if got != string(want) {
-			t.Errorf("the chain page differs from %s (run go test ./web/ -run Golden -update after checking the change):\n%s", path, got)
-		}
+		checkGolden(t, "order_chain.golden.html", getPage(t, b, "/orders/m-1", false, http.StatusOK))
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -195,6 +197,26 @@ func requireElement(t *testing.T, body, id string, present bool) {
 	t.Helper()
 	if _, ok := testidText(body, id); ok != present {
 		t.Fatalf("element %q present = %v, want %v in:\n%s", id, ok, present, body)
+	}
+}
+
+// checkGolden compares a page with the golden file testdata/name, written
+// by the SQLite run under -update (go test ./web/ -run Golden -update,
+// then review the diff): both engines must render the same page.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		if strings.HasSuffix(t.Name(), "/sqlite") {
+			try(t, "mkdir", os.MkdirAll("testdata", 0o755))
+			try(t, "write golden", os.WriteFile(path, []byte(got), 0o644))
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	try(t, "read golden (run with -update to create it)", err)
+	if got != string(want) {
+		t.Errorf("the page differs from %s (run go test ./web/ -run Golden -update after checking the change):\n%s", path, got)
 	}
 }
 
