@@ -237,7 +237,13 @@ func (s *Store) Resource(t ResourceType) Resource { return s.resources[t] }
 // (epoch > 0) takes back from released. The hold row's CHECKs and the
 // conditions here make "at most what it holds" hold at the order level too.
 func (s *Store) apply(tx *gorm.DB, t ResourceType, op Op) error {
-	if err := s.resources[t].Apply(tx, op); err != nil {
+	r, ok := s.resources[t]
+	if !ok {
+		// A task of a type the resources file no longer declares: an
+		// operator must declare it again, or settle the hold by hand.
+		return fmt.Errorf("%w: resource type %s is not registered: is it still in the resources file?", errStateMismatch, t)
+	}
+	if err := r.Apply(tx, op); err != nil {
 		return err
 	}
 	var dRel, dDed int64
