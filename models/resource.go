@@ -42,6 +42,9 @@ const (
 	KindSingle ResourceKind = "single"
 )
 
+// kindWords say how a kind's holds are kept, in messages.
+var kindWords = map[ResourceKind]string{KindCounter: "counted", KindSingle: "held one at a time", KindRemote: "kept by its service"}
+
 // LedgerSpec says where a type's ledger rows are, for the readers that
 // treat every type's ledger alike (the invariant checks): the table, the
 // row's key as an SQL expression over the alias f, its quantity (1 for a

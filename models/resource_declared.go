@@ -43,7 +43,7 @@ func (s *Store) counterOf(t ResourceType) (*counter, error) {
 	}
 	c, ok := s.resources[t].(*counter)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not a counter (its kind is %s)", ErrInvalid, t, s.resources[t].Kind())
+		return nil, fmt.Errorf("%w: %s is %s, not counted", ErrInvalid, t, kindWords[s.resources[t].Kind()])
 	}
 	return c, nil
 }

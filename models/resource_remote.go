@@ -331,8 +331,8 @@ func (r *remoteResource) placeCallWindow() time.Duration {
 // both reads agree and neither saw a call of its under way: a release
 // that landed between the reads, or a lock still on its way, is no diff.
 // The keys it could not compare so are returned as unchecked, and so are
-// all keys when the service did not answer (logged): their open tickets
-// stay open until a run compares them. A service that offers no GET
+// those the service did not answer for (logged): their open tickets stay
+// open until a run compares them. A service that offers no GET
 // /holds has no HELD check.
 func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchecked []string, err error) {
 	before, err := r.view(ctx, nil)
@@ -353,13 +353,16 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 		return nil, nil, nil
 	}
 	if err != nil {
-		r.s.log.Warn("reconcile: the service did not answer; its holds are compared on a later run",
+		r.s.log.Warn("reconcile: the service did not answer for some keys; they are compared on a later run",
 			slog.String("resource", string(r.typ)), slog.Any("err", err))
-		return nil, append(unchecked, keys...), nil
 	}
 	var odd []string
 	for _, k := range keys {
-		if held[k] != before.expected[k] {
+		h, ok := held[k]
+		switch {
+		case !ok:
+			unchecked = append(unchecked, k)
+		case h != before.expected[k]:
 			odd = append(odd, k)
 		}
 	}
@@ -380,7 +383,10 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 	return diffs, unchecked, nil
 }
 
-// holds asks the service what it holds of each key, remoteCalls at a time.
+// holds asks the service what it holds of each key, remoteCalls at a time,
+// and returns the answers it got; the error says how many keys were not
+// answered, and why the first was not. ErrNoHolds: the service offers no
+// GET /holds.
 func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
@@ -407,7 +413,7 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 		}
 	}
 	if failed > 0 {
-		return nil, fmt.Errorf("%d of %d keys not answered, the first: %w", failed, len(keys), first)
+		return out, fmt.Errorf("%d of %d keys not answered, the first: %w", failed, len(keys), first)
 	}
 	return out, nil
 }

@@ -73,7 +73,10 @@ func TestPlaceWithRemoteHold(t *testing.T) {
 					if o.Status != models.OrderPending || svc.Stock("GC-1").Held != 30 {
 						t.Fatalf("order %s, service holds %d; want PENDING and 30", o.Status, svc.Stock("GC-1").Held)
 					}
-					wantError(t, b.call("GET", "/api/v1/resources/giftcard/GC-1", ""), http.StatusBadRequest, "INVALID_INPUT")
+					msg := wantError(t, b.call("GET", "/api/v1/resources/giftcard/GC-1", ""), http.StatusBadRequest, "INVALID_INPUT")
+					if !strings.Contains(msg, "kept by its service") {
+						t.Fatalf("GET of a remote key: %q, want it to say the service keeps it", msg)
+					}
 					return
 				}
 				msg := wantError(t, rec, tc.status, tc.code)
