@@ -92,6 +92,10 @@ var commonText = text{
 	"code.RERUN":        {"人工重跑", "RERUN"},
 	"code.LATE_PAYMENT": {"迟到支付", "LATE_PAYMENT"},
 	"code.SETUP":        {"初始化/调整", "SETUP"},
+	// A placement whose remote lock was refused or not answered.
+	"code.PLACE_ABORTED": {"下单中止", "PLACE_ABORTED"},
+	// A remote type's LOCK ledger row, written before the lock is sent.
+	"code.SENT": {"已发送", "SENT"},
 
 	// Error classes; TIMEOUT as a class is not the TIMEOUT close trigger.
 	"class.TIMEOUT":         {"超时", "TIMEOUT"},
@@ -133,6 +137,8 @@ var commonText = text{
 	"code.NOTHING_TO_RERUN":     {"没有可重跑的任务", "NOTHING_TO_RERUN"},
 	"code.STOCK_CONFLICT":       {"调整会低于已占用量", "STOCK_CONFLICT"},
 	"code.BALANCE_OVERFLOW":     {"超出账户余额上限", "BALANCE_OVERFLOW"},
+	"code.REMOTE_REJECTED":      {"远程服务拒绝", "REMOTE_REJECTED"},
+	"code.REMOTE_UNAVAILABLE":   {"远程服务无应答", "REMOTE_UNAVAILABLE"},
 	"code.BUSY":                 {"数据库繁忙", "BUSY"},
 	"code.URI_TOO_LONG":         {"请求地址过长", "URI_TOO_LONG"},
 	"code.INTERNAL":             {"内部错误", "INTERNAL"},

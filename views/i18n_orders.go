@@ -73,6 +73,7 @@ var ordersText = text{
 	"orders.ev.attempt":        {"释放尝试", "Attempt"},
 	"orders.ev.audit":          {"操作审计", "Audit"},
 	"orders.ev.counter":        {"可用 %d→%d，占用 %d→%d，已用 %d→%d", "available %d→%d, held %d→%d, spent %d→%d"},
+	"orders.ev.remote":         {"远程调用：", "remote call: "},
 	"orders.ev.epoch1":         {"迟到支付轮次", "late-payment round"},
 	"orders.ev.reason":         {"原因：", "Reason: "},
 

@@ -187,7 +187,7 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 			Held: h.Qty, Released: h.Released,
 			Deducted: h.Deducted, Releases: releases[k], Diffs: diffsOf[k]}
 		if t := tasks[k]; t != nil {
-			r.Task, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), t.ID, string(t.ErrorClass), t.LastError
+			r.Task, r.TaskOp, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), string(t.Op), t.ID, string(t.ErrorClass), t.LastError
 			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason
 			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, models.MaxFailures
 			for _, a := range t.AttemptLog {
@@ -203,15 +203,19 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 			v.Reruns = append(v.Reruns, views.ChainRerun{Type: string(t), Tasks: n})
 		}
 	}
-	v.Timeline = chainTimeline(ch)
+	v.Timeline = chainTimeline(ch, func(t models.ResourceType) bool {
+		r := s.store.Resource(t)
+		return r != nil && r.Kind() == models.KindRemote
+	})
 	return v
 }
 
 // chainTimeline merges the order's status changes, every ledger row, every
 // task attempt and every audit entry into one list in time order; at the
 // same instant a status change comes first, then ledger rows, attempts and
-// audit entries, each in id order.
-func chainTimeline(ch *models.Chain) []views.ChainEvent {
+// audit entries, each in id order. A ledger row of a type that remote
+// says is kept by another service shows what the service answered.
+func chainTimeline(ch *models.Chain, remote func(models.ResourceType) bool) []views.ChainEvent {
 	o := ch.Order
 	type ranked struct {
 		e    views.ChainEvent
@@ -239,10 +243,13 @@ func chainTimeline(ch *models.Chain) []views.ChainEvent {
 		add(0, 2, e)
 	}
 	for _, f := range ch.Flows {
-		counter := f.StatusBefore == "" && f.StatusAfter == ""
+		counter, answer := f.StatusBefore == "" && f.StatusAfter == "", ""
+		if remote(f.ResourceType) {
+			counter, answer = false, f.StatusAfter
+		}
 		add(1, f.ID, views.ChainEvent{At: f.CreatedAt, Kind: views.EventFlow, Code: string(f.Type),
 			Resource: string(f.ResourceType), Key: f.BizKey, Ref: fmt.Sprintf("#%d", f.ID), Trigger: string(f.Trigger),
-			Actor: f.Actor, Qty: f.Qty, Epoch: f.Epoch, Counter: counter,
+			Actor: f.Actor, Qty: f.Qty, Epoch: f.Epoch, Counter: counter, Answer: answer,
 			AvailBefore: f.AvailBefore, AvailAfter: f.AvailAfter, HeldBefore: f.HeldBefore, HeldAfter: f.HeldAfter,
 			SpentBefore: f.SpentBefore, SpentAfter: f.SpentAfter, StatusBefore: f.StatusBefore, StatusAfter: f.StatusAfter})
 	}
@@ -250,7 +257,7 @@ func chainTimeline(ch *models.Chain) []views.ChainEvent {
 		for _, a := range t.AttemptLog {
 			add(2, a.ID, views.ChainEvent{At: a.FinishedAt, Kind: views.EventAttempt, Code: a.Outcome,
 				Resource: string(a.ResourceType), Key: t.BizKey, Ref: fmt.Sprintf("#%d", a.ID), Actor: "worker:" + a.Worker,
-				Class: string(a.ErrorClass), Error: a.Error, Note: a.Note})
+				Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, Op: string(t.Op)})
 		}
 	}
 	for _, a := range ch.Audit {

@@ -100,7 +100,7 @@ func taskFilterForm(f models.TaskFilter, oldestFirst bool) views.TaskFilterForm 
 // taskRow maps a task to its row; the lease owner shows only while the
 // lease runs, since a finished try leaves the name behind.
 func taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
-	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty,
+	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty, Op: string(t.Op),
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
 		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {

@@ -102,6 +102,8 @@ func (d demoStats) summary() string {
 // before now and whose fault hook makes some releases fail, so the shop has
 // history: paid and closed orders, releases done, late payments, flaky
 // releases in RETRY and MANUAL, and a few planted reconciliation diffs.
+// With the demo's own types in opt, some orders hold gift wrap and a gift
+// card, whose service's failures abort placements and retry calls.
 func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, now time.Time, log *slog.Logger) (demoStats, error) {
 	span := 72 * time.Hour
 	clock := &demoClock{t: now.Add(-span).UTC()}
@@ -173,6 +175,21 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		slots = append(slots, id)
 	}
 
+	// The demo's own types, when this store has them (serve --demo adds
+	// them): gift wrap, a declared counter, and gift cards, kept by the
+	// demo's flaky gift-card service.
+	var wraps []string
+	if r := s.Resource(demoGiftWrap); r != nil && r.Kind() == models.KindCounter {
+		for _, id := range []string{"WRAP-RED", "WRAP-GOLD", "WRAP-KRAFT"} {
+			if _, err := s.SetDeclared(ctx, demoGiftWrap, id, int64(150+rng.IntN(150)), actor); err != nil {
+				return demoStats{}, err
+			}
+			wraps = append(wraps, id)
+		}
+	}
+	r := s.Resource(demoGiftCard)
+	giftCards := r != nil && r.Kind() == models.KindRemote
+
 	w := jobs.NewWorker(s, "demo-worker", 100, 30*time.Second, log)
 	step := span / time.Duration(orders+1)
 	var placed []string
@@ -201,6 +218,13 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		}
 		if rng.IntN(20) == 0 {
 			req.SlotID = slots[rng.IntN(len(slots))]
+		}
+		if len(wraps) > 0 && rng.IntN(12) == 0 {
+			req.Holds = append(req.Holds, models.HoldRequest{Type: demoGiftWrap, Key: wraps[rng.IntN(len(wraps))], Qty: 1})
+		}
+		if giftCards && rng.IntN(15) == 0 {
+			req.Holds = append(req.Holds, models.HoldRequest{Type: demoGiftCard, Key: demoCardKey(rng.IntN(demoGiftCards)),
+				Qty: int64(500 + rng.IntN(20_000))})
 		}
 		if _, _, err := s.PlaceOrder(ctx, req); err != nil {
 			var be *models.Error

@@ -56,12 +56,30 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		}
 		defer pprof.StopCPUProfile()
 	}
+	// The demo's gift-card service outlives the workers that call it: its
+	// Close is deferred first, so it runs last.
+	cfg, demoSvc, err := demoRemote(cfg, log)
+	if err != nil {
+		return err
+	}
+	if demoSvc != nil {
+		defer func() {
+			if err := demoSvc.Close(); err != nil {
+				log.Warn("demo gift-card service shutdown", slog.Any("err", err))
+			}
+		}()
+	}
 	s, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
 	a := auth.New(s, auth.Options{Logger: log})
+	if demoSvc != nil {
+		if err := demoSvc.replay(ctx, s); err != nil {
+			return err
+		}
+	}
 	if cfg.Demo {
 		if err := seedDemo(ctx, cfg, s, a, log, stdout); err != nil {
 			return err

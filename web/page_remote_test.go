@@ -1,0 +1,156 @@
+package web_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+	"unhold/remote"
+	"unhold/remote/remotetest"
+)
+
+// rmCard is the remote type of these tests, kept by a fake service.
+const rmCard models.ResourceType = "giftcard"
+
+// rmBundle is setup with a remote type, giftcard, whose service (returned
+// too) holds 1000 of card-1 and is served over real HTTP.
+func rmBundle(t *testing.T, d models.Dialect) (bundle, *remotetest.Service) {
+	t.Helper()
+	svc := remotetest.New(remotetest.Options{})
+	svc.SetAvailable("card-1", 1000)
+	srv := httptest.NewServer(svc)
+	t.Cleanup(srv.Close)
+	client, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := modelstest.NewClock()
+	s := modelstest.Open(t, d, models.Options{Now: clock.Now,
+		Remote: []models.RemoteType{{Type: rmCard, Label: models.Label{Zh: "礼品卡", En: "Gift card"}, Client: client}}})
+	return newBundle(s, clock), svc
+}
+
+// rmWork claims and runs every due task once.
+func rmWork(t *testing.T, b bundle) {
+	t.Helper()
+	tasks, err := b.s.ClaimTasks(b.ctx, "w1", 10, time.Minute)
+	try(t, "claim", err)
+	if len(tasks) == 0 {
+		t.Fatal("no task was due")
+	}
+	_, err = b.s.ReleaseBatch(b.ctx, tasks, "w1")
+	try(t, "release", err)
+}
+
+// rmFlowRows are the texts of a chain page's ledger rows.
+func rmFlowRows(body string) []string {
+	var rows []string
+	for _, part := range strings.Split(body, `data-testid="event-flow"`)[1:] {
+		rows = append(rows, markupText(testidElement(`<tr data-testid="event-flow"`+part, "event-flow")))
+	}
+	return rows
+}
+
+// A remote type's chain shows each ledger row with its quantity and the
+// service's answer — SENT for a lock, 200 for a deduct — not as a counter
+// row or a status change; a deduct task, in the chain, the task list and
+// its own page, carries a badge a release task does not; a placement
+// whose lock was refused shows its PLACE_ABORTED close and note.
+func TestOrderChainRemoteHold(t *testing.T) {
+	t.Parallel()
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b, svc := rmBundle(t, d)
+			hold := func(no string, qty int64) models.PlaceRequest {
+				return models.PlaceRequest{OrderNo: no, UserID: "u1", Holds: []models.HoldRequest{{Type: rmCard, Key: "card-1", Qty: qty}}}
+			}
+			_, _, err := b.s.PlaceOrder(b.ctx, hold("gc-paid", 300))
+			try(t, "place gc-paid", err)
+			_, err = b.s.PayOrder(b.ctx, "gc-paid", "wx-1")
+			try(t, "pay gc-paid", err)
+			svc.Next(1, remotetest.Answer{Status: http.StatusServiceUnavailable, Body: `{"code":"BUSY","message":"busy"}`})
+			rmWork(t, b)
+			b.clock.Advance(time.Hour)
+			rmWork(t, b)
+			_, _, err = b.s.PlaceOrder(b.ctx, hold("gc-closed", 200))
+			try(t, "place gc-closed", err)
+			_, err = b.s.CloseOrder(b.ctx, "gc-closed", models.TriggerUserCancel, "u1")
+			try(t, "close gc-closed", err)
+			rmWork(t, b)
+			svc.Next(1, remotetest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"code":"SHORT","message":"card-1 is short"}`})
+			if _, _, err = b.s.PlaceOrder(b.ctx, hold("gc-aborted", 100)); !errors.Is(err, models.ErrRemoteRejected) {
+				t.Fatalf("place gc-aborted = %v, want REMOTE_REJECTED", err)
+			}
+			rmWork(t, b) // the empty rollback of the lock that did not take
+			if st := svc.Stock("card-1"); st != (remotetest.Stock{Available: 700, Spent: 300}) {
+				t.Fatalf("card-1 at the service = %+v", st)
+			}
+
+			paid := getPage(t, b, "/orders/gc-paid", false, http.StatusOK)
+			rows := rmFlowRows(paid)
+			lock := regexp.MustCompile(`账本 锁定 #\d+ 礼品卡 card-1 下单 · × 300 远程调用：已发送 user:u1$`)
+			deduct := regexp.MustCompile(`账本 扣减 #\d+ 礼品卡 card-1 支付 · × 300 远程调用：200 worker:w1$`)
+			if len(rows) != 2 || !lock.MatchString(rows[0]) || !deduct.MatchString(rows[1]) {
+				t.Errorf("gc-paid ledger rows = %q", rows)
+			}
+			res := testidElement(paid, "resource-giftcard-card-1")
+			if got := markupText(testidElement(res, "task-op")); got != "扣减" {
+				t.Errorf("gc-paid's task badge = %q in %s", got, markupText(res))
+			}
+			if got := strings.Count(testidElement(paid, "timeline"), `data-testid="task-op"`); got != 2 {
+				t.Errorf("gc-paid's timeline marks %d attempts as a deduct's, want 2 (RETRY, DONE)", got)
+			}
+			en := rmFlowRows(getPage(t, b, "/orders/gc-paid", true, http.StatusOK))
+			if len(en) != 2 || !strings.HasSuffix(en[0], "remote call: SENT user:u1") || !strings.HasSuffix(en[1], "remote call: 200 worker:w1") {
+				t.Errorf("gc-paid ledger rows in English = %q", en)
+			}
+
+			closed := getPage(t, b, "/orders/gc-closed", false, http.StatusOK)
+			rows = rmFlowRows(closed)
+			if len(rows) != 2 || !strings.HasSuffix(rows[1], "用户取消 · × 200 远程调用：200 worker:w1") {
+				t.Errorf("gc-closed ledger rows = %q", rows)
+			}
+			if strings.Contains(closed, `data-testid="task-op"`) {
+				t.Error("a release task carries the deduct badge")
+			}
+
+			aborted := getPage(t, b, "/orders/gc-aborted", false, http.StatusOK)
+			if tl := markupText(testidElement(aborted, "timeline")); !strings.Contains(tl, "关单 下单中止") {
+				t.Errorf("gc-aborted timeline = %q", tl)
+			}
+			if note := markupText(testidElement(aborted, "order-note")); !strings.HasPrefix(note, "placement aborted: ") || !strings.Contains(note, "card-1 is short") {
+				t.Errorf("gc-aborted note = %q", note)
+			}
+			rows = rmFlowRows(aborted)
+			if len(rows) != 2 || !strings.HasSuffix(rows[1], "释放 #6 礼品卡 card-1 下单中止 · × 100 远程调用：200 worker:w1") {
+				t.Errorf("gc-aborted ledger rows = %q", rows)
+			}
+
+			var tasks []models.ReleaseTask
+			try(t, "read tasks", b.s.R.Order("id").Find(&tasks).Error)
+			if len(tasks) != 3 || tasks[0].Op != models.FlowDeduct {
+				t.Fatalf("tasks = %+v", tasks)
+			}
+			list := getPage(t, b, "/tasks", false, http.StatusOK)
+			if got := strings.Count(list, `data-testid="task-op"`); got != 1 {
+				t.Errorf("the task list marks %d tasks as deducts, want 1", got)
+			}
+			one := getPage(t, b, "/tasks/"+strconv.FormatInt(tasks[0].ID, 10), true, http.StatusOK)
+			if got := markupText(testidElement(one, "task-op")); got != "DEDUCT" {
+				t.Errorf("the deduct task's page badge = %q", got)
+			}
+			other := getPage(t, b, "/tasks/"+strconv.FormatInt(tasks[1].ID, 10), true, http.StatusOK)
+			if strings.Contains(other, `data-testid="task-op"`) {
+				t.Error("a release task's page carries the deduct badge")
+			}
+		})
+	}
+}
