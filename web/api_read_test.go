@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -310,7 +311,8 @@ func TestAPIAudit(t *testing.T) {
 		viewer, err := b.signIn("v1", "viewer")
 		try(t, "sign in", err)
 		wantError(t, b.as(viewer).call(http.MethodGet, "/api/v1/audit", ""), http.StatusForbidden, "FORBIDDEN")
-		for _, q := range []string{"action=nope", "from=2026-02-30", "to=x", "after=0", "limit=201", "limit=0"} {
+		long := strings.Repeat("x", 129)
+		for _, q := range []string{"actor=" + long, "target=" + long, "action=nope", "from=2026-02-30", "to=x", "after=0", "limit=201", "limit=0"} {
 			wantBad(t, b, "/api/v1/audit?"+q)
 		}
 	})
