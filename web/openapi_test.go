@@ -82,11 +82,15 @@ func TestOpenAPIDocument(t *testing.T) {
 				t.Errorf("the document names %s, which is not a route", r)
 			}
 		}
-		called := 0
+		called, ids := 0, map[any]string{}
 		for _, p := range sortedKeys(paths) {
 			for _, m := range sortedKeys(paths[p].(map[string]any)) {
 				op := paths[p].(map[string]any)[m].(map[string]any)
 				name := strings.ToUpper(m) + " " + p
+				if other, dup := ids[op["operationId"]]; dup {
+					t.Errorf("%s and %s have the same operationId %v", other, name, op["operationId"])
+				}
+				ids[op["operationId"]] = name
 				checkOperation(t, doc, name, op)
 				if m == "get" {
 					called++
