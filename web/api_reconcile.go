@@ -11,10 +11,12 @@ import (
 	"unhold/models"
 )
 
-// reconcileView is the answer of POST /api/v1/reconcile: the run and the
-// tickets left unresolved, per resource.
+// reconcileView is the answer of POST /api/v1/reconcile: the run, the
+// tickets it opened (the first models.MaxOpenedTickets of run.opened), and
+// the tickets left unresolved, per resource.
 type reconcileView struct {
 	Run       *models.ReconRun              `json:"run"`
+	Tickets   []models.DiffTicket           `json:"tickets"`
 	OpenDiffs map[models.ResourceType]int64 `json:"open_diffs"`
 }
 
@@ -48,9 +50,13 @@ func (s *server) apiReconcile(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	opened, err := s.store.OpenedTickets(ctx, run)
+	if err != nil {
+		return err
+	}
 	open, err := s.store.OpenDiffCounts(ctx)
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, reconcileView{Run: run, OpenDiffs: open})
+	return c.JSON(http.StatusOK, reconcileView{Run: run, Tickets: opened, OpenDiffs: open})
 }

@@ -81,6 +81,14 @@ var routeGates = map[string]string{
 	"POST /api/v1/orders/:order_no/close":                 "operator",
 	"POST /api/v1/orders/:order_no/resources/:type/rerun": "operator",
 	"POST /api/v1/reconcile":                              "operator",
+	"GET /api/v1/orders":                                  "viewer",
+	"GET /api/v1/orders/:order_no/chain":                  "viewer",
+	"GET /api/v1/tasks":                                   "viewer",
+	"GET /api/v1/tasks/:id":                               "viewer",
+	"GET /api/v1/ledgers/:type":                           "viewer",
+	"GET /api/v1/recon/tickets":                           "viewer",
+	"GET /api/v1/audit":                                   "admin",
+	"GET /api/v1/openapi.json":                            "viewer",
 }
 
 var roleRank = map[string]int{"viewer": 1, "operator": 2, "admin": 3}

@@ -79,8 +79,9 @@ func reconRepair(t *testing.T, b bundle, pl reconPlanted) {
 
 // reconAnswer is the answer of POST /api/v1/reconcile.
 type reconAnswer struct {
-	Run       models.ReconRun  `json:"run"`
-	OpenDiffs map[string]int64 `json:"open_diffs"`
+	Run       models.ReconRun     `json:"run"`
+	Tickets   []models.DiffTicket `json:"tickets"`
+	OpenDiffs map[string]int64    `json:"open_diffs"`
 }
 
 // reconTicket reads the newest ticket of a resource key and check.

@@ -90,4 +90,12 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, api+"/orders/:order_no/close", gateOperator, s.closeOrder)
 	add(post, api+"/orders/:order_no/resources/:type/rerun", gateOperator, s.rerun)
 	add(post, api+"/reconcile", gateOperator, s.apiReconcile)
+	add(get, api+"/orders", gateViewer, s.apiOrders)
+	add(get, api+"/orders/:order_no/chain", gateViewer, s.apiOrderChain)
+	add(get, api+"/tasks", gateViewer, s.apiTasks)
+	add(get, api+"/tasks/:id", gateViewer, s.apiTask)
+	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
+	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
+	add(get, api+"/audit", gateAdmin, s.apiAudit)
+	add(get, api+"/openapi.json", gateViewer, s.openAPI())
 }
