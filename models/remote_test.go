@@ -1019,3 +1019,71 @@ func TestRemoteReconcileNoPhantomWhileReleasing(t *testing.T) {
 		reconcileClean(t, e.bundle)
 	})
 }
+
+// A placement whose lock was refused is closed, and its release task due
+// at once; until the worker has run, the service holds nothing of it and
+// unhold's expectation still counts the task. Asked then, reconciliation
+// must not report the key: the release that will make them agree is the
+// empty rollback of a lock that never landed. Breaks if the HELD check
+// compared a key whose aborted placement's release is still to be sent.
+func TestRemoteReconcileAfterAbortedPlacement(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		must(t, func() error { return e.place("o-held", "card-1", 2) })
+		e.svc.Next(1, remotetest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"code":"SHORT"}`})
+		if err := e.place("o-ref", "card-1", 3); !errors.Is(err, models.ErrRemoteRejected) {
+			t.Fatalf("place = %v, want REMOTE_REJECTED", err)
+		}
+		// Past the placements' call window: nothing is on its way.
+		e.clock.Advance(time.Minute)
+		diffs, err := e.s.Reconcile(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(diffs) != 0 {
+			t.Fatalf("before the aborted placement's release ran, reconciliation found %+v", diffs)
+		}
+		e.drain(t, "w-r")
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// A release the service applied but whose answer was lost (the connection
+// dropped after the apply, or the answer came after the timeout) leaves
+// its task waiting for a retry that will find it done; until then the
+// service holds nothing of it, and unhold's expectation still counts the
+// task. Asked then, reconciliation must not report the key: nothing is
+// wrong, the retry's DUPLICATE makes them agree. Breaks if the HELD check
+// compared a key whose last call's outcome unhold does not know.
+func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		for name, lost := range map[string]remotetest.Faults{
+			"dropped after the apply":    {DropRate: 1, DropAfterApply: true},
+			"answered after the timeout": {SlowRate: 1, Delay: 600 * time.Millisecond},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				e := newRemoteEnv(t, d, remoteOpts{timeout: 200 * time.Millisecond})
+				e.placeClosed(t, "o-lost", "card-1", 3)
+				e.svc.SetFaults(lost)
+				if res := e.tryCard(t, "single"); res.Outcome != models.OutcomeRetry {
+					t.Fatalf("release = %+v, want RETRY", res)
+				}
+				e.svc.SetFaults(remotetest.Faults{})
+				e.waitStock(t, "card-1", remotetest.Stock{Available: 10})
+				e.clock.Advance(time.Minute)
+				diffs, err := e.s.Reconcile(e.ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(diffs) != 0 {
+					t.Fatalf("while the release waits for its retry, reconciliation found %+v", diffs)
+				}
+				if res := e.tryCard(t, "single"); res.Outcome != models.OutcomeDuplicate {
+					t.Fatalf("retry = %+v, want DUPLICATE", res)
+				}
+				reconcileClean(t, e.bundle)
+			})
+		}
+	})
+}
