@@ -1020,6 +1020,200 @@ func TestRemoteReconcileNoPhantomWhileReleasing(t *testing.T) {
 	})
 }
 
+// An order holding two gift cards whose first lock is refused while the
+// other lands: the placement is aborted, and the worker gives back the
+// card that was locked (a real release) and sends an empty rollback for
+// the other; both cards end up as they were. The LOCK rows carry the
+// keys the locks were sent with. Breaks if an aborted placement released
+// only the holds whose locks were refused, or none of a type.
+func TestRemotePlacementOneOfTwoLocksRefused(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		e.svc.Next(1, remotetest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"code":"SHORT"}`})
+		_, _, err := e.s.PlaceOrder(e.ctx, models.PlaceRequest{OrderNo: "o-two", UserID: "u1",
+			Holds: []models.HoldRequest{{Type: giftCard, Key: "card-1", Qty: 2}, {Type: giftCard, Key: "card-2", Qty: 4}}})
+		if !errors.Is(err, models.ErrRemoteRejected) {
+			t.Fatalf("place = %v, want REMOTE_REJECTED", err)
+		}
+		locked := 0
+		for _, k := range []string{"card-1", "card-2"} {
+			lk := remote.IdempotencyKey("o-two", string(giftCard), k, remote.OpLock, 0)
+			if n := e.svc.Calls(lk); n != 1 {
+				t.Fatalf("the service saw %s's lock %d times, want 1", k, n)
+			}
+			if e.svc.Stock(k).Held > 0 {
+				locked++
+			}
+		}
+		if locked != 1 {
+			t.Fatalf("%d cards locked at the service, want the one whose lock was not refused", locked)
+		}
+		var locks []flowRow
+		must(t, func() error {
+			return e.s.R.Raw(`SELECT type, answer, idempotency_key, qty FROM remote_flows WHERE order_no = 'o-two' AND type = 'LOCK'
+				ORDER BY biz_key`).Scan(&locks).Error
+		})
+		if len(locks) != 2 || locks[0].IdempotencyKey != remote.IdempotencyKey("o-two", string(giftCard), "card-1", remote.OpLock, 0) ||
+			locks[1].IdempotencyKey != remote.IdempotencyKey("o-two", string(giftCard), "card-2", remote.OpLock, 0) ||
+			locks[0].Answer != "SENT" {
+			t.Fatalf("LOCK rows %+v", locks)
+		}
+		if got := e.drain(t, "w-r"); got[models.OutcomeDone] != 2 || len(got) != 1 {
+			t.Fatalf("worker = %v, want 2 DONE", got)
+		}
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
+		e.wantStock(t, "card-2", remotetest.Stock{Available: 10})
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// A deduction whose answer is lost after the service did it (the
+// FaultAfterCall point failing) is retried under the same key and found
+// done: one DEDUCT row, the hold deducted, the card spent once. Breaks if
+// a DUPLICATE from the service left a DEDUCT task's hold undeducted.
+func TestRemoteDeductFaultAfterCall(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		var fired atomic.Int32
+		faults := func(point string, tk *models.ReleaseTask) error {
+			if point == models.FaultAfterCall && tk.Op == models.FlowDeduct && fired.Add(1) == 1 {
+				return errors.New("injected: died after the deduct")
+			}
+			return nil
+		}
+		e := newRemoteEnv(t, d, remoteOpts{faults: faults})
+		must(t, func() error { return e.place("o-dd", "card-1", 3) })
+		if _, err := e.s.PayOrder(e.ctx, "o-dd", "txn-dd"); err != nil {
+			t.Fatal(err)
+		}
+		if res := e.tryCard(t, "batch"); res.Outcome != models.OutcomeRetry {
+			t.Fatalf("deduct = %+v, want RETRY", res)
+		}
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 7, Spent: 3})
+		e.clock.Advance(models.RetryDelay(1))
+		if res := e.tryCard(t, "single"); res.Outcome != models.OutcomeDuplicate {
+			t.Fatalf("retry = %+v, want DUPLICATE", res)
+		}
+		dk := remote.IdempotencyKey("o-dd", string(giftCard), "card-1", remote.OpDeduct, 0)
+		if n := e.svc.Calls(dk); n != 2 {
+			t.Fatalf("the service saw the deduct's key %d times, want 2", n)
+		}
+		rows := e.flows(t, "o-dd", models.FlowDeduct)
+		if len(rows) != 1 || rows[0].Answer != "409 ALREADY_DONE" || rows[0].IdempotencyKey != dk {
+			t.Fatalf("DEDUCT rows %+v", rows)
+		}
+		if h := e.hold(t, "o-dd"); h.Deducted != 3 || h.Released != 0 {
+			t.Fatalf("hold %+v, want 3 deducted", h)
+		}
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 7, Spent: 3})
+		e.clock.Advance(time.Minute)
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// A worker whose call outlasts its lease loses the task to another, which
+// calls again under the same key: whichever call the service did first,
+// the first worker can no longer record (LEASE_LOST), its try counts as
+// CRASHED, and one RELEASE row is written. Breaks if the lease's fence
+// let a worker record a call after its lease was taken over.
+func TestRemoteLeaseLostDuringCall(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		e.placeClosed(t, "o-ll", "card-1", 2)
+		var tasks []models.ReleaseTask
+		for _, tk := range claimAll(t, e.bundle, "w-slow") {
+			if tk.ResourceType == giftCard {
+				tasks = append(tasks, tk)
+			}
+		}
+		if len(tasks) != 1 {
+			t.Fatalf("claimed %d gift card tasks, want 1", len(tasks))
+		}
+		e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 400 * time.Millisecond})
+		type result struct {
+			res models.ReleaseResult
+			err error
+		}
+		slow := make(chan result, 1)
+		go func() {
+			res, err := e.s.ReleaseTask(e.ctx, tasks[0], "w-slow")
+			slow <- result{res, err}
+		}()
+		// Wait for the slow call to reach the service, then let the lease
+		// run out and another worker take the task.
+		rk := relKey("o-ll", "card-1")
+		for e.svc.Calls(rk) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		e.svc.SetFaults(remotetest.Faults{})
+		e.clock.Advance(2 * time.Minute)
+		got := e.drain(t, "w-fast")
+		first := <-slow
+		if first.err != nil || first.res.Outcome != models.OutcomeLeaseLost {
+			t.Fatalf("the slow worker's try = %+v, %v; want LEASE_LOST", first.res, first.err)
+		}
+		if got[models.OutcomeDone]+got[models.OutcomeDuplicate] != 2 {
+			t.Fatalf("the other worker did %v, want the sku and the card released", got)
+		}
+		if n := e.svc.Calls(rk); n != 2 {
+			t.Fatalf("the service saw the release's key %d times, want 2", n)
+		}
+		rows := e.flows(t, "o-ll", models.FlowRelease)
+		if len(rows) != 1 {
+			t.Fatalf("RELEASE rows %+v, want 1", rows)
+		}
+		as := e.attempts(t, e.cardTask(t, "o-ll").ID)
+		if len(as) != 2 || as[0].ErrorClass != models.ClassCrashed || as[0].Worker != "w-slow" || as[1].Worker != "w-fast" {
+			t.Fatalf("attempts %+v, want the slow worker's CRASHED try, then the other's", as)
+		}
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// A batch that answered its calls but did not commit (its context ran out
+// inside the transaction) leaves every task leased, each keeping its
+// service's answer: released alone, as the worker then does, the remote
+// task is recorded without a second call. Breaks if the answer were lost
+// with the transaction (a second call: Calls 2 and a DUPLICATE).
+func TestRemoteBatchNotCommittedKeepsAnswers(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		var stall atomic.Bool
+		faults := func(point string, tk *models.ReleaseTask) error {
+			if point == models.FaultAfterLedger && tk.ResourceType == models.ResInventory && stall.CompareAndSwap(true, false) {
+				time.Sleep(1500 * time.Millisecond)
+			}
+			return nil
+		}
+		e := newRemoteEnv(t, d, remoteOpts{faults: faults})
+		e.placeClosed(t, "o-nc", "card-1", 2)
+		tasks := claimAll(t, e.bundle, "w-r")
+		if len(tasks) != 2 {
+			t.Fatalf("claimed %d tasks, want 2", len(tasks))
+		}
+		stall.Store(true)
+		ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+		defer cancel()
+		if _, err := e.s.ReleaseBatch(ctx, tasks, "w-r"); !errors.Is(err, models.ErrBatchNotCommitted) {
+			t.Fatalf("batch = %v, want ErrBatchNotCommitted", err)
+		}
+		if n := e.svc.Calls(relKey("o-nc", "card-1")); n != 1 {
+			t.Fatalf("the service saw the release %d times, want 1", n)
+		}
+		for _, tk := range tasks {
+			res, err := e.s.ReleaseTask(e.ctx, tk, "w-r")
+			if err != nil || res.Outcome != models.OutcomeDone {
+				t.Fatalf("task %d alone = %+v, %v; want DONE", tk.ID, res, err)
+			}
+		}
+		if n := e.svc.Calls(relKey("o-nc", "card-1")); n != 1 {
+			t.Fatalf("the service saw the release %d times, want 1", n)
+		}
+		e.wantOneRelease(t, "o-nc", 2, "200")
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
+		reconcileClean(t, e.bundle)
+	})
+}
+
 // A placement whose lock was refused is closed, and its release task due
 // at once; until the worker has run, the service holds nothing of it and
 // unhold's expectation still counts the task. Asked then, reconciliation
@@ -1084,6 +1278,41 @@ func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
 				}
 				reconcileClean(t, e.bundle)
 			})
+		}
+	})
+}
+
+// Gift cards are many, and each card a key: a shop's remote ledger grows
+// a key per card ever used. Reconciliation asks about every key in it, and
+// must still run once those are more than one SQL statement can bind
+// (SQLite binds at most 32,766 parameters, PostgreSQL 65,535). Breaks if
+// all of a type's keys go into one IN list: the run fails on every
+// reconciliation from then on.
+func TestRemoteReconcileManyKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of thousands of ledger rows: a minute under -race on SQLite")
+	}
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		keys, series := 17_000, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?) SELECT n FROM g`
+		if d == models.Postgres {
+			keys, series = 33_000, `SELECT generate_series(1, ?::int) AS n`
+		}
+		// Each key locked and released by an order of its own: held 0
+		// by the ledger, by the orders and at the service.
+		must(t, func() error {
+			return e.s.W.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty,
+				idempotency_key, answer, actor, created_at)
+				SELECT 'o-' || g.n, ?, 'card-m' || g.n, t.type, 0, 'PLACE', 1, 'uh1-test', '200', 'test', ?
+				FROM (`+series+`) g CROSS JOIN (SELECT 'LOCK' AS type UNION ALL SELECT 'RELEASE') t`,
+				giftCard, e.clock.Now(), keys).Error
+		})
+		diffs, err := e.s.Reconcile(e.ctx)
+		if err != nil {
+			t.Fatalf("reconcile over %d keys: %v", keys, err)
+		}
+		if len(diffs) != 0 {
+			t.Fatalf("reconcile over %d keys found %d diffs, first %+v", keys, len(diffs), diffs[0])
 		}
 	})
 }
