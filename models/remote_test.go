@@ -1281,3 +1281,38 @@ func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
 		}
 	})
 }
+
+// Gift cards are many, and each card a key: a shop's remote ledger grows
+// a key per card ever used. Reconciliation asks about every key in it, and
+// must still run once those are more than one SQL statement can bind
+// (SQLite binds at most 32,766 parameters, PostgreSQL 65,535). Breaks if
+// all of a type's keys go into one IN list: the run fails on every
+// reconciliation from then on.
+func TestRemoteReconcileManyKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("tens of thousands of ledger rows: a minute under -race on SQLite")
+	}
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		keys, series := 17_000, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?) SELECT n FROM g`
+		if d == models.Postgres {
+			keys, series = 33_000, `SELECT generate_series(1, ?::int) AS n`
+		}
+		// Each key locked and released by an order of its own: held 0
+		// by the ledger, by the orders and at the service.
+		must(t, func() error {
+			return e.s.W.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty,
+				idempotency_key, answer, actor, created_at)
+				SELECT 'o-' || g.n, ?, 'card-m' || g.n, t.type, 0, 'PLACE', 1, 'uh1-test', '200', 'test', ?
+				FROM (`+series+`) g CROSS JOIN (SELECT 'LOCK' AS type UNION ALL SELECT 'RELEASE') t`,
+				giftCard, e.clock.Now(), keys).Error
+		})
+		diffs, err := e.s.Reconcile(e.ctx)
+		if err != nil {
+			t.Fatalf("reconcile over %d keys: %v", keys, err)
+		}
+		if len(diffs) != 0 {
+			t.Fatalf("reconcile over %d keys found %d diffs, first %+v", keys, len(diffs), diffs[0])
+		}
+	})
+}
