@@ -218,10 +218,11 @@ func wantOutcomes(t *testing.T, as []models.TaskAttempt, want ...string) {
 func (e remoteEnv) wantOneRelease(t *testing.T, no string, qty int64, answer string) {
 	t.Helper()
 	rows := e.flows(t, no, models.FlowRelease)
-	if len(rows) != 1 || rows[0].Answer != answer || rows[0].Qty != qty || rows[0].IdempotencyKey != relKey(no, "card-1") {
+	h := e.hold(t, no)
+	if len(rows) != 1 || rows[0].Answer != answer || rows[0].Qty != qty || rows[0].IdempotencyKey != relKey(no, h.BizKey) {
 		t.Fatalf("RELEASE rows of %s: %+v, want one of %d answered %q", no, rows, qty, answer)
 	}
-	if h := e.hold(t, no); h.Released != qty || h.Deducted != 0 {
+	if h.Released != qty || h.Deducted != 0 {
 		t.Fatalf("hold of %s: %+v, want %d released", no, h, qty)
 	}
 }
@@ -1210,6 +1211,86 @@ func TestRemoteBatchNotCommittedKeepsAnswers(t *testing.T) {
 		}
 		e.wantOneRelease(t, "o-nc", 2, "200")
 		e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// In one batch of two orders' releases, the first gift card's call fails
+// after the service answered (FaultAfterCall): that task alone is a
+// failed try, the other card and both SKUs are released in the same
+// batch, each result in its task's place. Breaks if a failed call's
+// result were put on another task, or failed its batch.
+func TestRemoteBatchWithOneFailedCall(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		var fired atomic.Int32
+		faults := func(point string, tk *models.ReleaseTask) error {
+			if point == models.FaultAfterCall && tk.OrderNo == "o-f1" && fired.Add(1) == 1 {
+				return errors.New("injected: lost the answer")
+			}
+			return nil
+		}
+		e := newRemoteEnv(t, d, remoteOpts{faults: faults})
+		e.placeClosed(t, "o-f1", "card-1", 1)
+		e.placeClosed(t, "o-f2", "card-2", 2)
+		tasks := claimAll(t, e.bundle, "w-r")
+		res, err := e.s.ReleaseBatch(e.ctx, tasks, "w-r")
+		if err != nil || len(res) != len(tasks) {
+			t.Fatalf("batch = %+v, %v", res, err)
+		}
+		for i, tk := range tasks {
+			want := models.OutcomeDone
+			if tk.OrderNo == "o-f1" && tk.ResourceType == giftCard {
+				want = models.OutcomeRetry
+			}
+			if res[i].Outcome != want {
+				t.Fatalf("task %d (%s %s) = %+v, want %s", tk.ID, tk.OrderNo, tk.ResourceType, res[i], want)
+			}
+		}
+		e.wantOneRelease(t, "o-f2", 2, "200")
+		if rows := e.flows(t, "o-f1", models.FlowRelease); len(rows) != 0 {
+			t.Fatalf("the failed call wrote %+v", rows)
+		}
+		e.clock.Advance(models.RetryDelay(1))
+		if got := e.drain(t, "w-r"); got[models.OutcomeDuplicate] != 1 || len(got) != 1 {
+			t.Fatalf("retry = %v, want one DUPLICATE", got)
+		}
+		e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
+		e.wantStock(t, "card-2", remotetest.Stock{Available: 10})
+		reconcileClean(t, e.bundle)
+	})
+}
+
+// A key of the longest kind placement accepts, with every punctuation
+// mark it allows (64 characters of letters, digits and -_.:), goes
+// through lock, GET /holds/{key} and release and comes back as itself:
+// reconciliation compares it, and finds a hand edit of it. Breaks if the
+// client and the service disagreed on the key's path (the holds answer
+// would name another key, and the service's check fail every run).
+func TestRemoteOddKey(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		key := "GC:01.x_y-Z" + strings.Repeat("9", 53)
+		e.svc.SetAvailable(key, 5)
+		must(t, func() error { return e.place("o-odd", key, 2) })
+		e.clock.Advance(time.Minute)
+		reconcileClean(t, e.bundle)
+		e.svc.SetHeld(key, 1)
+		diffs, err := e.s.Reconcile(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []models.Diff{{Resource: giftCard, Key: key, Check: models.CheckHeld, Expected: 2, Actual: 1}}
+		if fmt.Sprint(diffs) != fmt.Sprint(want) {
+			t.Fatalf("diffs %+v, want %+v", diffs, want)
+		}
+		e.svc.SetHeld(key, 2)
+		if _, err := e.s.CloseOrder(e.ctx, "o-odd", models.TriggerUserCancel, "u1"); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.drain(t, "w-r"); got[models.OutcomeDone] != 2 {
+			t.Fatalf("worker = %v, want 2 DONE", got)
+		}
+		e.wantStock(t, key, remotetest.Stock{Available: 5})
 		reconcileClean(t, e.bundle)
 	})
 }
