@@ -1363,6 +1363,56 @@ func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
 	})
 }
 
+// A batch whose first card's call failed (recorded at once: a retry, its
+// lease ended) and whose transaction then did not commit leaves the
+// worker to try each task alone, as jobs.Worker does. The failed task is
+// no longer this worker's: trying it must not call the service again
+// before finding its lease gone. Breaks if ReleaseTask calls the service
+// for a task whose lease has ended (a call on behalf of no one, which
+// another worker holding the task may be making at the same time).
+func TestRemoteNoCallAfterLeaseEnded(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		var stall, fail atomic.Bool
+		faults := func(point string, tk *models.ReleaseTask) error {
+			switch {
+			case point == models.FaultAfterCall && tk.OrderNo == "o-l1" && fail.CompareAndSwap(true, false):
+				return errors.New("injected: lost the answer")
+			case point == models.FaultAfterLedger && tk.ResourceType == models.ResInventory && stall.CompareAndSwap(true, false):
+				time.Sleep(1500 * time.Millisecond)
+			}
+			return nil
+		}
+		e := newRemoteEnv(t, d, remoteOpts{faults: faults})
+		e.placeClosed(t, "o-l1", "card-1", 1)
+		e.placeClosed(t, "o-l2", "card-2", 2)
+		tasks := claimAll(t, e.bundle, "w-r")
+		stall.Store(true)
+		fail.Store(true)
+		ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+		defer cancel()
+		if _, err := e.s.ReleaseBatch(ctx, tasks, "w-r"); !errors.Is(err, models.ErrBatchNotCommitted) {
+			t.Fatalf("batch = %v, want ErrBatchNotCommitted", err)
+		}
+		if task := e.cardTask(t, "o-l1"); task.Status != models.TaskRetry || task.LeaseUntil != nil {
+			t.Fatalf("the failed call's task = %+v, want RETRY without a lease", task)
+		}
+		for _, tk := range tasks {
+			res, err := e.s.ReleaseTask(e.ctx, tk, "w-r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tk.OrderNo == "o-l1" && tk.ResourceType == giftCard && res.Outcome != models.OutcomeLeaseLost {
+				t.Fatalf("the failed task alone = %+v, want LEASE_LOST", res)
+			}
+		}
+		for no, want := range map[string]int{"o-l1": 1, "o-l2": 1} {
+			if n := e.svc.Calls(relKey(no, e.hold(t, no).BizKey)); n != want {
+				t.Fatalf("the service saw %s's release %d times, want %d", no, n, want)
+			}
+		}
+	})
+}
+
 // Gift cards are many, and each card a key: a shop's remote ledger grows
 // a key per card ever used. Reconciliation asks about every key in it, and
 // must still run once those are more than one SQL statement can bind
