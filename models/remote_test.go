@@ -1413,6 +1413,32 @@ func TestRemoteNoCallAfterLeaseEnded(t *testing.T) {
 	})
 }
 
+// A HELD ticket is open; on the next run the service answers GET /holds
+// with a 404 (a deploy under way, a proxy that lost the route). The key
+// was not compared, so its ticket must stay open, as it does when the
+// service is down; it is not "gone". Breaks if a 404 on /holds closes the
+// open HELD tickets of the type as if their diffs had gone.
+func TestRemoteReconcileHolds404KeepsTickets(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		must(t, func() error { return e.place("o-4", "card-1", 3) })
+		e.clock.Advance(time.Minute)
+		e.svc.SetHeld("card-1", 1)
+		if run, err := e.s.RunReconciliation(e.ctx, models.ReconByCLI, "test"); err != nil || run.Opened != 1 {
+			t.Fatalf("first run = %+v, %v; want one ticket opened", run, err)
+		}
+		e.svc.Next(1, remotetest.Answer{Status: http.StatusNotFound, Body: `{"code":"NOT_FOUND"}`})
+		run, err := e.s.RunReconciliation(e.ctx, models.ReconByCLI, "test")
+		if err != nil || run.Status != models.ReconDone {
+			t.Fatalf("run with /holds answering 404 = %+v, %v", run, err)
+		}
+		if open := openHeld(t, e); len(open) != 1 || run.Closed != 0 {
+			t.Fatalf("after a run that could not ask the service, open HELD tickets %+v (run closed %d), want the one still open",
+				open, run.Closed)
+		}
+	})
+}
+
 // Gift cards are many, and each card a key: a shop's remote ledger grows
 // a key per card ever used. Reconciliation asks about every key in it, and
 // must still run once those are more than one SQL statement can bind
