@@ -1439,6 +1439,48 @@ func TestRemoteReconcileHolds404KeepsTickets(t *testing.T) {
 	})
 }
 
+// The order commits before its lock is sent, so a payment can come while
+// the lock is on its way (the caller chose the order number). When the
+// service then refuses the lock, the placement reports REMOTE_REJECTED:
+// the order must not stay PAID for a gift card that was never locked,
+// its deduction bound to be refused. Breaks if an order can be paid while
+// its placement's locks are unanswered, and the abort then leaves it PAID.
+func TestRemotePaymentDuringRefusedLock(t *testing.T) {
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		e := newRemoteEnv(t, d, remoteOpts{})
+		e.svc.SetAvailable("card-1", 0) // the lock will be refused: SHORT
+		e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 500 * time.Millisecond})
+		paid := make(chan error, 1)
+		go func() {
+			deadline := time.Now().Add(5 * time.Second)
+			for time.Now().Before(deadline) {
+				var n int64
+				if err := e.s.R.Model(&models.Order{}).Where("order_no = 'o-race'").Count(&n).Error; err != nil || n > 0 {
+					if err == nil {
+						_, err = e.s.PayOrder(e.ctx, "o-race", "txn-race")
+					}
+					paid <- err
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			paid <- errors.New("the order never showed")
+		}()
+		err := e.place("o-race", "card-1", 1)
+		payErr := <-paid
+		e.svc.SetFaults(remotetest.Faults{})
+		if !errors.Is(err, models.ErrRemoteRejected) {
+			t.Fatalf("place = %v, want REMOTE_REJECTED", err)
+		}
+		if o := e.order(t, "o-race"); o.Status == models.OrderPaid {
+			e.drain(t, "w-r")
+			task := e.cardTask(t, "o-race")
+			t.Fatalf("the placement failed (%v) but the payment during it (%v) left the order PAID; its %s task is %s: %s",
+				err, payErr, task.Op, task.Status, task.LastError)
+		}
+	})
+}
+
 // Gift cards are many, and each card a key: a shop's remote ledger grows
 // a key per card ever used. Reconciliation asks about every key in it, and
 // must still run once those are more than one SQL statement can bind
