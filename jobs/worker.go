@@ -11,11 +11,11 @@ import (
 	"unhold/models"
 )
 
-// OutcomeHandedBack is a claimed task the worker was stopping and handed
-// back untried: it counts in Drain's stats, never in the metrics. The
-// worker's other outcomes (crashed, error, lease short) are the metrics
-// package's.
-const OutcomeHandedBack = "HANDED_BACK"
+// OutcomeHandedBack is a claimed task handed back untried (the worker was
+// stopping, or a remote call could not be sent in time): it counts in
+// Drain's stats, never in the metrics. The worker's other outcomes
+// (crashed, error, lease short) are the metrics package's.
+const OutcomeHandedBack = models.OutcomeHandedBack
 
 // Worker claims due release tasks with a lease and releases each claimed
 // batch in one transaction.
@@ -220,6 +220,8 @@ func (w *Worker) observe(t models.ReleaseTask, res models.ReleaseResult, now tim
 		slog.String("resource", string(t.ResourceType)), slog.String("worker", w.id)}
 	outcome := res.Outcome
 	switch {
+	case outcome == OutcomeHandedBack:
+		return outcome
 	case res.Class == models.ClassCrashed && (outcome == models.OutcomeRetry || outcome == models.OutcomeManual):
 		w.log.Error("release crashed", append(attrs, slog.String("task_outcome", outcome), slog.String("error", res.Err))...)
 		outcome = metrics.OutcomeCrashed
@@ -282,7 +284,9 @@ func (w *Worker) release(ctx context.Context, t models.ReleaseTask) (outcome str
 			w.log.Error("release crashed", append(attrs, slog.Any("panic", fmt.Sprint(r)),
 				slog.String("task_outcome", cres.Outcome), slog.Any("err", err))...)
 		}
-		w.metrics.ObserveRelease(t, outcome, res.Class, w.s.Now())
+		if outcome != OutcomeHandedBack {
+			w.metrics.ObserveRelease(t, outcome, res.Class, w.s.Now())
+		}
 	}()
 	tctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()

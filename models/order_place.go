@@ -290,8 +290,17 @@ func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
 	note := clip("placement aborted: "+cause.Error(), 500)
 	err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
 		won, _, err := s.closeOrders(tx, []string{o.OrderNo}, TriggerPlaceAborted)
-		if err != nil || len(won) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(won) == 0 {
+			// Closed or paid meanwhile (by a caller that chose the order's
+			// number and did not wait for the placement): a close releases
+			// it already; a payment's deduction will be refused if the lock
+			// never arrived (its task goes MANUAL, and reconciliation finds
+			// what the service does not hold). The note tells a person why.
+			note = clip("placement aborted after the order was closed or paid: "+cause.Error(), 500)
+			return tx.Exec("UPDATE orders SET note = ? WHERE order_no = ? AND note = ''", note, o.OrderNo).Error
 		}
 		return tx.Exec("UPDATE orders SET note = ? WHERE order_no = ?", note, o.OrderNo).Error
 	})

@@ -155,12 +155,19 @@ func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[s
 
 // recordDiffs keeps found as tickets of run and closes every unresolved
 // ticket the run did not find, but for the HELD tickets of the keys it
-// left unchecked, which stay as they are.
+// left unchecked (nil keys: all of the type's), which stay as they are.
 func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string,
 	unchecked map[ResourceType][]string) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
 		for t, keys := range unchecked {
+			if keys == nil {
+				err := tx.Exec(`UPDATE recon_diffs SET last_run_id = ? WHERE status <> 'RESOLVED' AND resource_type = ?
+					AND check_name = ?`, run.ID, t, CheckHeld).Error
+				if err != nil {
+					return err
+				}
+			}
 			for part := range slices.Chunk(keys, closeChunk) {
 				err := tx.Exec(`UPDATE recon_diffs SET last_run_id = ? WHERE status <> 'RESOLVED' AND resource_type = ?
 					AND check_name = ? AND biz_key IN ?`, run.ID, t, CheckHeld, part).Error

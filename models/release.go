@@ -319,10 +319,17 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 		return failed, err
 	}
 	start := s.Now()
+	cctx, cancel := s.callContext(ctx, tasks, idx, start)
+	defer cancel()
 	errs := make([]error, len(idx))
+	sent := make([]bool, len(idx))
 	each(len(idx), func(k int) {
+		if cctx.Err() != nil {
+			return
+		}
+		sent[k] = true
 		t := &tasks[idx[k]]
-		a, err := s.remotes[t.ResourceType].call(ctx, releaseOp(*t, t.Trigger, worker, start))
+		a, err := s.remotes[t.ResourceType].call(cctx, releaseOp(*t, t.Trigger, worker, start))
 		if err == nil {
 			err = s.fault(FaultAfterCall, *t)
 		}
@@ -335,23 +342,65 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil, ctx.Err()
 	}
+	var unsent []ReleaseTask
 	err = s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
 		for k, cause := range errs {
-			if cause == nil {
-				continue
+			switch {
+			case !sent[k]:
+				unsent = append(unsent, tasks[idx[k]])
+				failed[idx[k]] = ReleaseResult{Outcome: OutcomeHandedBack}
+			case cause != nil:
+				res, err := s.failIn(tx, tasks[idx[k]], worker, start, cause)
+				if err != nil {
+					return fmt.Errorf("task %d: %w (the call: %v)", tasks[idx[k]].ID, err, cause)
+				}
+				failed[idx[k]] = res
 			}
-			res, err := s.failIn(tx, tasks[idx[k]], worker, start, cause)
-			if err != nil {
-				return fmt.Errorf("task %d: %w (the call: %v)", tasks[idx[k]].ID, err, cause)
-			}
-			failed[idx[k]] = res
 		}
-		return nil
+		return s.returnLeasesIn(tx, unsent)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record failed calls: %w", err)
 	}
 	return failed, nil
+}
+
+// OutcomeHandedBack is a claimed task handed back untried: due again at
+// once, neither an attempt nor a failure. A remote task whose call could
+// not be sent while its lease left time to record the answer ends so.
+const OutcomeHandedBack = "HANDED_BACK"
+
+// callContext is the context of the calls of tasks[idx]: ctx's
+// cancellation (the process stopping) but not its deadline, which bounds
+// the transaction that records them; they are bounded instead by the
+// earliest of their leases, less a quarter of what is left of it, kept for
+// the record. A call not started by then is not sent (callRemotes hands
+// its task back): a slow service costs no task a failed try for a call it
+// never got.
+func (s *Store) callContext(ctx context.Context, tasks []ReleaseTask, idx []int, now time.Time) (context.Context, context.CancelFunc) {
+	var end time.Time
+	for _, i := range idx {
+		if l := tasks[i].LeaseUntil; l != nil && (end.IsZero() || l.Before(end)) {
+			end = *l
+		}
+	}
+	base := context.WithoutCancel(ctx)
+	var cctx context.Context
+	var cancel context.CancelFunc
+	if end.IsZero() {
+		cctx, cancel = context.WithCancel(base)
+	} else {
+		cctx, cancel = context.WithTimeout(base, end.Sub(now)*3/4)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			cancel()
+		}
+	})
+	return cctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // stillLeased keeps, of the tasks at idx, those still leased by the token
@@ -871,22 +920,25 @@ func (s *Store) ReturnLease(ctx context.Context, t ReleaseTask) error {
 // tasks a stopping worker will not try; see ReturnLease. Unlike it, it
 // runs under ctx as given: a stopping caller passes one not cancelled.
 func (s *Store) ReturnLeases(ctx context.Context, tasks []ReleaseTask) error {
-	err := s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.lockTasks(tx, tasks); err != nil {
-			return err
-		}
-		now := s.Now()
-		for _, t := range tasks {
-			err := tx.Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
-				updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, now, t.ID, t.LeaseToken).Error
-			if err != nil {
-				return fmt.Errorf("task %d: %w", t.ID, err)
-			}
-		}
-		return nil
-	})
+	err := s.write(ctx, func(tx *gorm.DB) error { return s.returnLeasesIn(tx, tasks) })
 	if err != nil {
 		return fmt.Errorf("return leases: %w", err)
+	}
+	return nil
+}
+
+// returnLeasesIn is ReturnLeases inside tx.
+func (s *Store) returnLeasesIn(tx *gorm.DB, tasks []ReleaseTask) error {
+	if err := s.lockTasks(tx, tasks); err != nil {
+		return err
+	}
+	now := s.Now()
+	for _, t := range tasks {
+		err := tx.Exec(`UPDATE release_tasks SET lease_until = NULL, lease_token = '', attempts = attempts - 1,
+			updated_at = ? WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`, now, t.ID, t.LeaseToken).Error
+		if err != nil {
+			return fmt.Errorf("task %d: %w", t.ID, err)
+		}
 	}
 	return nil
 }

@@ -272,17 +272,33 @@ type keyView struct {
 	busy     map[string]bool
 }
 
+// heldCheckQuiet is how long after its last ledger row a key stops being
+// asked about: a key that no order holds and no task will touch is
+// expected to hold nothing, and its service is not asked again and again
+// on every run for every card ever used.
+const heldCheckQuiet = 7 * 24 * time.Hour
+
 // view reads, in one snapshot, what each key of the type is expected to
 // hold (PENDING orders' open holds and unfinished tasks, as Reconcile
-// reads them) — of the given keys, or of every key in the ledger when
-// keys is nil — and which keys are busy: a task of theirs is leased (its
-// call may be under way), or an order holding them was placed within the
-// placement's bound on its lock calls (placeCallWindow).
+// reads them) — of the given keys, or, when keys is nil, of the keys in
+// play: those with a ledger row in the last heldCheckQuiet, an open hold, an
+// unfinished task or an unresolved HELD ticket — and which keys are busy,
+// whose service may hold what unhold cannot know: a task of theirs has a
+// call under way (leased) or made without an answer (tried before: its
+// call may have been done), or releases an aborted placement's lock,
+// which may never have arrived; or an order holding them was placed within
+// the placement's bound on its lock calls (placeCallWindow).
 func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, error) {
 	v := keyView{expected: map[string]int64{}, busy: map[string]bool{}}
 	err := r.s.readSnapshot(ctx, func(tx *gorm.DB) error {
 		if keys == nil {
-			if err := tx.Raw("SELECT DISTINCT biz_key FROM remote_flows WHERE resource_type = ?", r.typ).Scan(&keys).Error; err != nil {
+			err := tx.Raw(`SELECT biz_key FROM remote_flows WHERE resource_type = ? AND created_at > ?
+				UNION SELECT biz_key FROM release_tasks WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL')
+				UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+					WHERE h.resource_type = ? AND h.qty > h.released + h.deducted AND o.status = 'PENDING'
+				UNION SELECT biz_key FROM recon_diffs WHERE resource_type = ? AND check_name = ? AND status <> 'RESOLVED'`,
+				r.typ, r.s.Now().Add(-heldCheckQuiet), r.typ, r.typ, r.typ, CheckHeld).Scan(&keys).Error
+			if err != nil {
 				return err
 			}
 		}
@@ -298,10 +314,10 @@ func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, erro
 			}
 			var busy []string
 			err = tx.Raw(`SELECT biz_key FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY')
-					AND lease_until IS NOT NULL
+					AND (lease_until IS NOT NULL OR attempts > 0 OR trigger_type = ?)
 				UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 					WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING' AND o.created_at > ?`,
-				r.typ, part, r.typ, part, recent).Scan(&busy).Error
+				r.typ, part, TriggerPlaceAborted, r.typ, part, recent).Scan(&busy).Error
 			if err != nil {
 				return err
 			}
@@ -350,7 +366,9 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 	sort.Strings(keys)
 	held, err := r.holds(ctx, keys)
 	if errors.Is(err, remote.ErrNoHolds) {
-		return nil, nil, nil
+		// Nothing compared: a ticket of a service that stopped offering
+		// GET /holds stays for a person to resolve.
+		return nil, nil, errNoHolds
 	}
 	if err != nil {
 		r.s.log.Warn("reconcile: the service did not answer for some keys; they are compared on a later run",
@@ -433,9 +451,14 @@ func each(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// errNoHolds says a service offers no GET /holds: no key of its type was
+// compared.
+var errNoHolds = errors.New("the service offers no GET /holds")
+
 // reconcileServices runs every remote type's HELD check (checkService),
 // each with reads of its own: a service is not asked inside a snapshot. It
-// returns the diffs found and, by type, the keys left unchecked.
+// returns the diffs found and, by type, the keys left unchecked: nil keys
+// stand for all of the type's.
 func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType][]string, error) {
 	var all []Diff
 	unchecked := map[ResourceType][]string{}
@@ -445,6 +468,10 @@ func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType
 			continue
 		}
 		d, u, err := r.checkService(ctx)
+		if errors.Is(err, errNoHolds) {
+			unchecked[t] = nil
+			continue
+		}
 		if err != nil {
 			return nil, nil, err
 		}
