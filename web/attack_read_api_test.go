@@ -23,9 +23,8 @@ func TestAttackReadAPIHostileInput(t *testing.T) {
 			Holds: []models.HoldRequest{{Type: giftCards, Key: "GC-1", Qty: 3}}})
 		try(t, "place", err)
 		long := strings.Repeat("订", 3000)
-		vals := []string{"", "x", "-1", "0", "1.5", " 5", "99999999999999999999", "9223372036854775807", "-9223372036854775808",
-			"' OR 1=1 --", "\x00", "%", "_", "\\", "订单", "😀", long, "eyJ0IjoiMjAyNi0wMS0wMSIsImlkIjoxfQ", "MjAyNnwx", "2026-01-01T00:00:00Z|1",
-			"!!!", "a=b&c", "NaN", "1e3", "0x10", "PENDING", "giftcard"}
+		vals := []string{"x", "-1", "0", "99999999999999999999", "' OR 1=1 --", "\x00", "%", "订单😀", long,
+			"eyJ0IjoiMjAyNi0wMS0wMSIsImlkIjoxfQ", "2026-01-01T00:00:00Z|1"}
 		bases := []string{"/api/v1/orders", "/api/v1/orders/o-1/chain", "/api/v1/tasks", "/api/v1/ledgers/giftcard",
 			"/api/v1/ledgers/inventory", "/api/v1/recon/tickets", "/api/v1/audit"}
 		params := []string{"after", "limit", "status", "type", "key", "no", "user", "from", "to", "sort", "resource", "sign",
