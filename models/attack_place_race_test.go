@@ -42,10 +42,11 @@ func placeSlow(t *testing.T, b bundle, no string) <-chan error {
 
 // A payment that arrives while the order's lock call is still on its way
 // (the client chose the order number, so it can pay before PlaceOrder
-// answers): the worker sends the DEDUCT at once, it reaches the service
-// before the LOCK, and then the LOCK lands. Every remote hold must end
-// deducted once, with no task left MANUAL and PlaceOrder's answer true to
-// the order's state.
+// answers) is refused PLACEMENT_PENDING and changes nothing: were it
+// taken, the worker would send the DEDUCT at once, it could reach the
+// service before the LOCK, be refused NOT_HELD and go MANUAL. Paid again
+// once PlaceOrder answered, the order is PAID and its gift card spent
+// once, no task MANUAL.
 func TestAttackPayWhileLockInFlight(t *testing.T) {
 	t.Parallel()
 	for _, d := range modelstest.Engines {
@@ -54,29 +55,32 @@ func TestAttackPayWhileLockInFlight(t *testing.T) {
 			b := conformanceStore(t, d)
 			b.svc.SetAvailable("gc-1", 5)
 			done := placeSlow(t, b, "o-pf")
-			if _, err := b.s.PayOrder(b.ctx, "o-pf", "txn-pf"); err != nil {
-				t.Fatal(err)
+			if _, err := b.s.PayOrder(b.ctx, "o-pf", "txn-pf"); !errors.Is(err, models.ErrPlacementPending) {
+				t.Fatalf("pay during the lock = %v, want PLACEMENT_PENDING", err)
 			}
-			got := b.drain(t, "w-pf")
-			perr := <-done
-			if perr != nil {
-				t.Errorf("PlaceOrder = %v for an order that was paid and locked", perr)
+			if perr := <-done; perr != nil {
+				t.Fatalf("PlaceOrder = %v", perr)
 			}
-			if got[models.OutcomeManual] != 0 {
-				t.Errorf("drain after paying during the lock = %v: the DEDUCT went MANUAL", got)
+			if res, err := b.s.PayOrder(b.ctx, "o-pf", "txn-pf"); err != nil || res.Status != models.OrderPaid {
+				t.Fatalf("pay after the placement = %+v, %v; want PAID", res, err)
 			}
-			b.drain(t, "w-pf")
+			if got := b.drain(t, "w-pf"); got[models.OutcomeDone] != 1 || len(got) != 1 {
+				t.Errorf("drain after paying = %v, want the DEDUCT done", got)
+			}
 			if st := b.svc.Stock("gc-1"); st.Held != 0 || st.Spent != 1 {
-				t.Errorf("gift card after paying during the lock = %+v, want 0 held and 1 spent", st)
+				t.Errorf("gift card = %+v, want 0 held and 1 spent", st)
 			}
+			reconcileClean(t, b)
 		})
 	}
 }
 
 // A payment that arrives while the order's lock call is on its way, and
-// the service then refuses the lock: PlaceOrder tells the client the
-// order was refused, yet it stays PAID, its money taken, its DEDUCT task
-// MANUAL for a lock the service never made.
+// the service then refuses the lock: the payment is refused
+// PLACEMENT_PENDING, the placement answers REMOTE_REJECTED and closes the
+// order PLACE_ABORTED. The payment tried again is a late one: the order,
+// which held a remote type, goes REFUND_PENDING; its release is an empty
+// rollback, and no task goes MANUAL.
 func TestAttackPayThenLockRefused(t *testing.T) {
 	t.Parallel()
 	for _, d := range modelstest.Engines {
@@ -85,23 +89,23 @@ func TestAttackPayThenLockRefused(t *testing.T) {
 			b := conformanceStore(t, d)
 			b.svc.SetAvailable("gc-1", 0)
 			done := placeSlow(t, b, "o-pr")
-			if _, err := b.s.PayOrder(b.ctx, "o-pr", "txn-pr"); err != nil {
-				t.Fatal(err)
+			if _, err := b.s.PayOrder(b.ctx, "o-pr", "txn-pr"); !errors.Is(err, models.ErrPlacementPending) {
+				t.Fatalf("pay during the lock = %v, want PLACEMENT_PENDING", err)
 			}
-			perr := <-done
-			if !errors.Is(perr, models.ErrRemoteRejected) {
+			if perr := <-done; !errors.Is(perr, models.ErrRemoteRejected) {
 				t.Fatalf("PlaceOrder = %v, want REMOTE_REJECTED (no gift card available)", perr)
 			}
-			var o models.Order
-			must(t, func() error { return b.s.W.Where("order_no = 'o-pr'").Take(&o).Error })
-			if o.Status == models.OrderPaid {
-				t.Errorf("PlaceOrder answered REMOTE_REJECTED, yet order o-pr is PAID (note %q): "+
-					"the customer paid for a hold the service refused", o.Note)
+			res, err := b.s.PayOrder(b.ctx, "o-pr", "txn-pr")
+			if err != nil || res.Status != models.OrderRefundPending || !res.Late {
+				t.Fatalf("pay after the abort = %+v, %v; want REFUND_PENDING late", res, err)
 			}
-			got := b.drain(t, "w-pr")
-			if got[models.OutcomeManual] != 0 {
-				t.Errorf("drain = %v: a task went MANUAL", got)
+			if got := b.drain(t, "w-pr"); got[models.OutcomeManual] != 0 || got[models.OutcomeDone] != 1 {
+				t.Errorf("drain = %v, want the release done and nothing MANUAL", got)
 			}
+			if st := b.svc.Stock("gc-1"); st.Held != 0 || st.Spent != 0 {
+				t.Errorf("gift card = %+v, want nothing held or spent", st)
+			}
+			reconcileClean(t, b)
 		})
 	}
 }

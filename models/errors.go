@@ -38,6 +38,7 @@ var (
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}
 	ErrRemoteUnavailable = &Error{"REMOTE_UNAVAILABLE", "the service that keeps the resource did not answer"}
+	ErrPlacementPending  = &Error{"PLACEMENT_PENDING", "the order's placement has not finished: its remote locks are unanswered"}
 )
 
 // Release failures that no retry can fix: the task goes to MANUAL.

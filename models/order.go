@@ -24,6 +24,11 @@ type Order struct {
 	UpdatedAt    time.Time   `json:"updated_at"`
 	PaidAt       *time.Time  `json:"paid_at,omitempty"`
 	ClosedAt     *time.Time  `json:"closed_at,omitempty"`
+	// LocksAnsweredAt is when every lock of the order's remote holds was
+	// answered done; until then (and for ever, should the placement die
+	// first) a payment is refused, PLACEMENT_PENDING. Nil for an order
+	// without remote holds, which need no lock calls.
+	LocksAnsweredAt *time.Time `json:"locks_answered_at,omitempty"`
 }
 
 // Hold is one resource an order holds: qty taken at placement, of which

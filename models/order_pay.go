@@ -64,10 +64,11 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 // deductAll consumes every outstanding hold of an order. A remote type's
 // hold is deducted by its service, which the payment's transaction cannot
 // call: it writes a DEDUCT task instead, which the worker calls and
-// records as it does a release.
+// records as it does a release. An order whose remote locks were not all
+// answered done is refused, ErrPlacementPending: the payment rolls back.
 func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) error {
 	var o Order
-	if err := tx.Select("user_id").Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
+	if err := tx.Select("user_id", "locks_answered_at").Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
 		return err
 	}
 	var hs []Hold
@@ -82,6 +83,10 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 			continue
 		}
 		if _, ok := s.remotes[h.ResourceType]; ok {
+			if o.LocksAnsweredAt == nil {
+				return fmt.Errorf("%w: order %s, %s %s: pay again once the placement has answered", ErrPlacementPending,
+					orderNo, h.ResourceType, h.BizKey)
+			}
 			tasks = append(tasks, ReleaseTask{OrderNo: orderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
 				Qty: h.Outstanding(), Op: FlowDeduct, Trigger: trig, NextAt: now})
 			continue

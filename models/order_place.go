@@ -266,7 +266,10 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 // release as an empty rollback). The error is then ErrRemoteRejected or
 // ErrRemoteUnavailable, with the service's answer. Should the process die
 // before the locks are sent or the order closed, the order is closed at
-// its pay deadline like any unpaid one, and released the same way.
+// its pay deadline like any unpaid one, and released the same way. Once
+// every lock was answered done, the order records it (locks_answered_at):
+// a payment before that is refused (deductAll), so no order is paid for a
+// hold its service may never take.
 func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
 	var calls []Hold
 	for _, h := range hs {
@@ -285,22 +288,22 @@ func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
 	})
 	cause := errors.Join(errs...)
 	if cause == nil {
+		err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+			return tx.Exec("UPDATE orders SET locks_answered_at = ? WHERE order_no = ?", s.Now(), o.OrderNo).Error
+		})
+		if err != nil {
+			return fmt.Errorf("record that the locks were answered: %w (the order cannot be paid; its pay deadline closes it)", err)
+		}
 		return nil
 	}
 	note := clip("placement aborted: "+cause.Error(), 500)
 	err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+		// An order closed meanwhile (by a caller that chose its number and
+		// did not wait) is released already; one cannot have been paid,
+		// its locks unanswered (deductAll).
 		won, _, err := s.closeOrders(tx, []string{o.OrderNo}, TriggerPlaceAborted)
-		if err != nil {
+		if err != nil || len(won) == 0 {
 			return err
-		}
-		if len(won) == 0 {
-			// Closed or paid meanwhile (by a caller that chose the order's
-			// number and did not wait for the placement): a close releases
-			// it already; a payment's deduction will be refused if the lock
-			// never arrived (its task goes MANUAL, and reconciliation finds
-			// what the service does not hold). The note tells a person why.
-			note = clip("placement aborted after the order was closed or paid: "+cause.Error(), 500)
-			return tx.Exec("UPDATE orders SET note = ? WHERE order_no = ? AND note = ''", note, o.OrderNo).Error
 		}
 		return tx.Exec("UPDATE orders SET note = ? WHERE order_no = ?", note, o.OrderNo).Error
 	})

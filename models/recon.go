@@ -139,9 +139,18 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 
 // withServiceDiffs adds to found what the remote types' services say
 // (reconcileServices), and to orders the orders their diffs name, read
-// after the services answered. It returns the keys left unchecked.
+// after the services answered. It returns the keys left unchecked. When
+// ctx has a deadline, the services get half the time left: a slow one
+// leaves its keys unchecked, and the run still has the time to record
+// what it found.
 func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType][]string, error) {
-	more, unchecked, err := s.reconcileServices(ctx)
+	sctx := ctx
+	if end, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, time.Until(end)/2)
+		defer cancel()
+	}
+	more, unchecked, err := s.reconcileServices(sctx)
 	if err != nil || len(more) == 0 {
 		return found, unchecked, err
 	}

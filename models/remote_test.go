@@ -1439,69 +1439,6 @@ func TestRemoteReconcileHolds404KeepsTickets(t *testing.T) {
 	})
 }
 
-// The order commits before its lock is sent, so a payment can come while
-// the lock is on its way (the caller chose the order number and did not
-// wait for the placement). When the service then refuses the lock, the
-// placement reports REMOTE_REJECTED, and the order cannot be closed: it is
-// PAID. Nothing is lost or taken twice: the note says why, the deduction
-// is refused and goes MANUAL as REMOTE_REJECTED, the service holds nothing,
-// and reconciliation shows the hold the service does not have (HELD,
-// expected 1, actual 0) for a person to refund. Breaks if the abort
-// leaves no note, the deduction is taken for done, or reconciliation is
-// silent about it.
-func TestRemotePaymentDuringRefusedLock(t *testing.T) {
-	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
-		e := newRemoteEnv(t, d, remoteOpts{})
-		e.svc.SetAvailable("card-1", 0) // the lock will be refused: SHORT
-		e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 500 * time.Millisecond})
-		paid := make(chan error, 1)
-		go func() {
-			deadline := time.Now().Add(5 * time.Second)
-			for time.Now().Before(deadline) {
-				var n int64
-				if err := e.s.R.Model(&models.Order{}).Where("order_no = 'o-race'").Count(&n).Error; err != nil || n > 0 {
-					if err == nil {
-						_, err = e.s.PayOrder(e.ctx, "o-race", "txn-race")
-					}
-					paid <- err
-					return
-				}
-				time.Sleep(2 * time.Millisecond)
-			}
-			paid <- errors.New("the order never showed")
-		}()
-		err := e.place("o-race", "card-1", 1)
-		if payErr := <-paid; payErr != nil {
-			t.Fatalf("pay during the placement: %v", payErr)
-		}
-		e.svc.SetFaults(remotetest.Faults{})
-		if !errors.Is(err, models.ErrRemoteRejected) {
-			t.Fatalf("place = %v, want REMOTE_REJECTED", err)
-		}
-		o := e.order(t, "o-race")
-		if o.Status != models.OrderPaid || !strings.HasPrefix(o.Note, "placement aborted after the order was closed or paid: ") {
-			t.Fatalf("order %s, note %q; want PAID with the abort's note", o.Status, o.Note)
-		}
-		e.drain(t, "w-r")
-		if task := e.cardTask(t, "o-race"); task.Op != models.FlowDeduct || task.Status != models.TaskManual ||
-			task.ErrorClass != models.ClassRemoteRejected {
-			t.Fatalf("card task = %s %s %s, want DEDUCT MANUAL REMOTE_REJECTED", task.Op, task.Status, task.ErrorClass)
-		}
-		if st := e.svc.Stock("card-1"); st.Held != 0 || st.Spent != 0 {
-			t.Fatalf("service stock %+v, want nothing held or spent", st)
-		}
-		e.clock.Advance(time.Minute)
-		diffs, err := e.s.Reconcile(e.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := models.Diff{Resource: giftCard, Key: "card-1", Check: models.CheckHeld, Expected: 1, Actual: 0}
-		if len(diffs) != 1 || diffs[0] != want {
-			t.Fatalf("reconciliation = %+v, want %+v", diffs, want)
-		}
-	})
-}
-
 // Gift cards are many, and each card a key: a shop's remote ledger grows
 // a key per card ever used. Reconciliation asks about every key in it, and
 // must still run once those are more than one SQL statement can bind

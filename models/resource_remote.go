@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/gorm"
@@ -408,10 +409,18 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
+	var failures atomic.Int64
 	errs := make([]error, len(keys))
 	each(len(keys), func(i int) {
+		// A service that failed a whole wave of questions is not asked
+		// the rest: a hanging one would cost keys × timeout / remoteCalls.
+		if failures.Load() >= remoteCalls || ctx.Err() != nil {
+			errs[i] = errNotAsked
+			return
+		}
 		h, err := r.client.Holds(ctx, keys[i])
 		if err != nil {
+			failures.Add(1)
 			errs[i] = err
 			return
 		}
@@ -427,7 +436,9 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 		}
 		if err != nil {
 			failed++
-			first = cmp.Or(first, err)
+			if !errors.Is(err, errNotAsked) {
+				first = cmp.Or(first, err)
+			}
 		}
 	}
 	if failed > 0 {
@@ -455,6 +466,10 @@ func each(n int, fn func(i int)) {
 // compared.
 var errNoHolds = errors.New("the service offers no GET /holds")
 
+// errNotAsked is a key holds did not ask about: its service had failed a
+// wave of questions already, or the run's time for services was up.
+var errNotAsked = errors.New("not asked")
+
 // reconcileServices runs every remote type's HELD check (checkService),
 // each with reads of its own: a service is not asked inside a snapshot. It
 // returns the diffs found and, by type, the keys left unchecked: nil keys
@@ -468,7 +483,9 @@ func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType
 			continue
 		}
 		d, u, err := r.checkService(ctx)
-		if errors.Is(err, errNoHolds) {
+		if errors.Is(err, errNoHolds) || err != nil && ctx.Err() != nil {
+			// No GET /holds, or the run's time for services ran out on a
+			// read of its own: none of the type's keys was compared.
 			unchecked[t] = nil
 			continue
 		}

@@ -47,8 +47,11 @@ type Page struct {
 	Role   string // "viewer", "operator" or "admin"; "" when nobody is signed in
 	CSRF   string // the CSRF token every POST form carries in a hidden field named "_csrf"
 	// Labels name the codes the catalog does not know (the shop's
-	// declared resource types), in Chinese and English.
+	// declared and remote resource types), in Chinese and English.
 	Labels map[string][2]string
+	// Counters are the declared counter types, by name: each has pages
+	// of its own under /resources.
+	Counters []string
 }
 
 // Roles, weakest first: each can do all the one before it can.

@@ -201,9 +201,11 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 			status = http.StatusBadRequest
 		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound):
 			status = http.StatusNotFound
-		case errors.Is(err, models.ErrRemoteUnavailable):
-			// The order was closed and its holds go back; placing it
-			// again a moment later may pass.
+		case errors.Is(err, models.ErrRemoteUnavailable), errors.Is(err, models.ErrPlacementPending):
+			// A remote service did not answer (the order was closed and
+			// its holds go back; placing again may pass), or a payment
+			// came before the placement's locks were answered (paying
+			// again shortly will pass or find the order closed).
 			status = http.StatusServiceUnavailable
 			setRetryAfter(c, busyRetryAfter)
 		}

@@ -31,10 +31,11 @@ var resTypeLink = regexp.MustCompile(`href="(/resources/[^"/?]+)"`)
 
 // Every link the dashboard draws to a resource type's page opens a page:
 // the navigation's Resources entry and the declared pages' list of types.
-// A remote type has a label, so it is linked as a declared type, and its
-// page answers 400 INVALID_INPUT "invalid input: giftcard"; a shop whose
-// only type beyond the built-in ones is remote has a Resources entry that
-// opens that error.
+// A remote type has a label but no such page (its amounts are its
+// service's): it is not linked, and its URL answers 404 as a built-in
+// type's does; a shop whose only type beyond the built-in ones is remote
+// has no Resources entry. Breaks if a remote type is linked as a declared
+// counter (its page answered 400 INVALID_INPUT).
 func TestAttackResourceTypeLinksOpen(t *testing.T) {
 	t.Parallel()
 	opens := map[string]func(*testing.T, models.Dialect) bundle{"declared and remote": withWrapAndCards,
@@ -43,7 +44,17 @@ func TestAttackResourceTypeLinksOpen(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			eachEngineWith(t, open, func(t *testing.T, b bundle) {
-				links := map[string]bool{mustHref(t, getPage(t, b, "/", false, http.StatusOK), "nav-resources"): true}
+				if rec := servePage(b, "/resources/giftcard", "", ""); rec.Code != http.StatusNotFound {
+					t.Errorf("/resources/giftcard answers %d, want 404", rec.Code)
+				}
+				overview := getPage(t, b, "/", false, http.StatusOK)
+				if name == "remote only" {
+					if testidElement(overview, "nav-resources") != "" {
+						t.Error("a shop with only a remote type has a Resources entry")
+					}
+					return
+				}
+				links := map[string]bool{mustHref(t, overview, "nav-resources"): true}
 				for l := range links {
 					body := servePage(b, l, "", "").Body.String()
 					for _, m := range resTypeLink.FindAllStringSubmatch(body, -1) {

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,8 +30,7 @@ var builtinPages = map[models.ResourceType]string{
 // it names a declared type.
 func (s *server) declaredParam(c *echo.Context) (t models.ResourceType, ok bool) {
 	name := c.Param("type")
-	_, ok = s.labels[name]
-	return models.ResourceType(name), ok
+	return models.ResourceType(name), slices.Contains(s.counters, name)
 }
 
 // resourceNotFound answers 404 with why: a key the declared type lacks
@@ -144,15 +144,16 @@ func (s *server) resourceSet(c *echo.Context) error {
 		return err
 	}
 	raw := strings.TrimSpace(c.FormValue("available"))
+	// Digits only: ParseInt would take "+3" for 3.
 	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n < 0 || n > models.MaxAmount {
+	if err != nil || strings.TrimLeft(raw, "0123456789") != "" || n > models.MaxAmount {
 		return s.renderResourceKey(c, http.StatusBadRequest, true, raw)
 	}
 	if _, err := s.store.SetDeclared(ctx, t, key, n, actor(c)); err != nil {
 		return err
 	}
 	p := flashPage(c)
-	p.Labels = s.labels
+	p.Labels, p.Counters = s.labels, s.counters
 	return redirectWithFlash(c, views.ResourceKeyURL(string(t), key), true,
 		p.Tf("res.flash.set", p.Code(string(t))+" "+key, p.Num(before.Available), p.Num(n)))
 }

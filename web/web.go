@@ -7,6 +7,7 @@ package web
 import (
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -65,7 +66,10 @@ type server struct {
 	zones   zoneCache
 	sched   *jobs.Scheduler
 	metrics *metrics.Metrics
-	labels  map[string][2]string // the declared resource types' names, zh and en
+	labels  map[string][2]string // the declared and remote resource types' names, zh and en
+	// counters are the declared counter types, by name: the ones with
+	// pages of their own under /resources.
+	counters []string
 
 	sessions     auth.SessionPolicy
 	metricsToken string
@@ -98,7 +102,11 @@ func New(d Deps) *echo.Echo {
 	s.labels = map[string][2]string{}
 	for t, l := range d.Store.Labels() {
 		s.labels[string(t)] = [2]string{l.Zh, l.En}
+		if d.Store.Resource(t).Kind() == models.KindCounter {
+			s.counters = append(s.counters, string(t))
+		}
 	}
+	slices.Sort(s.counters)
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,

@@ -42,6 +42,24 @@ ALTER TABLE remote_flows ENABLE ALWAYS TRIGGER remote_flows_no_truncate;
 -- transaction, so it writes a DEDUCT task that the worker calls and records.
 ALTER TABLE release_tasks ADD COLUMN op TEXT NOT NULL DEFAULT 'RELEASE' CHECK (op IN ('RELEASE','DEDUCT'));
 
+-- When every lock of an order's remote holds was answered done: a payment
+-- before that (a caller that chose the order number and did not wait) is
+-- refused, so no order is paid for a hold its service may never take.
+ALTER TABLE orders ADD COLUMN locks_answered_at TIMESTAMPTZ;
+
 -- +goose Down
+-- Going back would turn a paid order's DEDUCT task into a RELEASE (the
+-- column's absence reads as one) and drop the ledger of calls: refused
+-- while either holds a row.
+-- +goose StatementBegin
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM remote_flows) OR EXISTS (SELECT 1 FROM release_tasks WHERE op = 'DEDUCT') THEN
+        RAISE EXCEPTION 'migration 00021 down refused: remote_flows or DEDUCT tasks hold rows that going back would lose';
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+ALTER TABLE orders DROP COLUMN locks_answered_at;
 ALTER TABLE release_tasks DROP COLUMN op;
 DROP TABLE remote_flows;

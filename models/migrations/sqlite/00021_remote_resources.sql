@@ -58,6 +58,19 @@ BEGIN SELECT RAISE(IGNORE); END;
 -- transaction, so it writes a DEDUCT task that the worker calls and records.
 ALTER TABLE release_tasks ADD COLUMN op TEXT NOT NULL DEFAULT 'RELEASE' CHECK (op IN ('RELEASE','DEDUCT'));
 
+-- When every lock of an order's remote holds was answered done: a payment
+-- before that (a caller that chose the order number and did not wait) is
+-- refused, so no order is paid for a hold its service may never take.
+ALTER TABLE orders ADD COLUMN locks_answered_at DATETIME;
+
 -- +goose Down
+-- Going back would turn a paid order's DEDUCT task into a RELEASE (the
+-- column's absence reads as one) and drop the ledger of calls: refused
+-- while either holds a row. The CHECK of this temporary table fails the
+-- migration then.
+CREATE TEMP TABLE down_00021_guard (n INTEGER CHECK (n = 0));
+INSERT INTO down_00021_guard SELECT (SELECT COUNT(*) FROM remote_flows) + (SELECT COUNT(*) FROM release_tasks WHERE op = 'DEDUCT');
+DROP TABLE down_00021_guard;
+ALTER TABLE orders DROP COLUMN locks_answered_at;
 ALTER TABLE release_tasks DROP COLUMN op;
 DROP TABLE remote_flows;
