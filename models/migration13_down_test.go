@@ -19,7 +19,8 @@ func TestMigration13DownKeepsAccounts(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b, _ := openAt(t, d, 0)
-			withEveryFlow(t, b)
+			// Local flows only: 00021 refuses to go down over remote rows.
+			withLocalFlows(t, b)
 			_, err := b.s.Credit(b.ctx, "u2", models.AssetPoints, 7, "test")
 			must(t, func() error { return err })
 			var before, down, up []models.AccountAsset

@@ -28,7 +28,10 @@ type Order struct {
 	// answered done; until then (and for ever, should the placement die
 	// first) a payment is refused, PLACEMENT_PENDING. Nil for an order
 	// without remote holds, which need no lock calls.
-	LocksAnsweredAt *time.Time `json:"locks_answered_at,omitempty"`
+	// Read only: placement never writes it with the order (lockRemote sets
+	// it after), so placing writes only the columns every schema since
+	// 00003 has.
+	LocksAnsweredAt *time.Time `json:"locks_answered_at,omitempty" gorm:"->"`
 }
 
 // Hold is one resource an order holds: qty taken at placement, of which

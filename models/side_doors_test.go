@@ -66,8 +66,29 @@ func appendOnlyTables(t *testing.T, b bundle) []string {
 }
 
 // withEveryFlow fills every ledger and the audit log: set-up rows (ADJUST,
-// no order) and an order's LOCK rows.
+// no order) and an order's LOCK rows; withLocalFlows, and the ledger of
+// remote calls.
 func withEveryFlow(t *testing.T, b bundle) {
+	t.Helper()
+	withLocalFlows(t, b)
+	// No remote type is registered, so its ledger of calls (00021, unless
+	// the test stopped migrating before it) gets an order's LOCK and
+	// RELEASE rows as the remote resource writes them.
+	if !b.s.W.Migrator().HasTable("remote_flows") {
+		return
+	}
+	must(t, func() error {
+		now := b.clock.Now()
+		return b.s.W.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty,
+			idempotency_key, answer, actor, created_at)
+			VALUES ('o-1', 'giftcard', 'c1', 'LOCK', 0, 'PLACE', 1, 'uh1-a', 'SENT', 'test', ?),
+			('o-1', 'giftcard', 'c1', 'RELEASE', 0, 'USER_CANCEL', 1, 'uh1-b', '200', 'test', ?)`, now, now).Error
+	})
+}
+
+// withLocalFlows fills every ledger of unhold's own resources and the
+// audit log: set-up rows (ADJUST, no order) and an order's LOCK rows.
+func withLocalFlows(t *testing.T, b bundle) {
 	t.Helper()
 	cp := b.shop(t)
 	_, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-1", cp))
@@ -84,18 +105,6 @@ func withEveryFlow(t *testing.T, b bundle) {
 			avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at)
 			VALUES (NULL, 'gift_wrap', 'k1', 'ADJUST', 0, 'SETUP', 5, 0, 5, 0, 0, 0, 0, 'test', ?),
 			('o-1', 'gift_wrap', 'k1', 'LOCK', 0, 'PLACE', 1, 5, 4, 0, 1, 0, 0, 'test', ?)`, now, now).Error
-	})
-	// Nor a remote type: its ledger of calls (00021) gets an order's LOCK
-	// and RELEASE rows as the remote resource writes them.
-	if !b.s.W.Migrator().HasTable("remote_flows") {
-		return
-	}
-	must(t, func() error {
-		now := b.clock.Now()
-		return b.s.W.Exec(`INSERT INTO remote_flows (order_no, resource_type, biz_key, type, epoch, trigger_type, qty,
-			idempotency_key, answer, actor, created_at)
-			VALUES ('o-1', 'giftcard', 'c1', 'LOCK', 0, 'PLACE', 1, 'uh1-a', 'SENT', 'test', ?),
-			('o-1', 'giftcard', 'c1', 'RELEASE', 0, 'USER_CANCEL', 1, 'uh1-b', '200', 'test', ?)`, now, now).Error
 	})
 }
 
@@ -208,7 +217,7 @@ func TestMigration13KeepsAccounts(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
 			b, _ := openAt(t, d, 12)
-			withEveryFlow(t, b)
+			withLocalFlows(t, b)
 			_, err := b.s.Credit(b.ctx, "u2", models.AssetPoints, 7, "test")
 			must(t, func() error { return err })
 			var before, after []models.AccountAsset
