@@ -154,6 +154,16 @@ func samplePages(lang Lang, role string) map[string]templ.Component {
 					IP: "10.0.0.10", UserAgent: "Firefox"},
 				{ID: 7, At: at, Actor: "token:erp", Action: "something_new", Target: "x", Outcome: "weird"},
 			}}),
+		"search": SearchPage(pg("search.title", ""), SearchView{Query: "ab", Searched: true, Limit: 20, Groups: []SearchGroup{
+			{Kind: "order", More: true, Rows: []SearchRow{{Key: "AB-1", URL: "/orders/AB-1", Status: "PENDING",
+				Links: []SearchLink{{Label: "search.user", Text: "u1", URL: "/orders?user=u1"}}}}},
+			{Kind: "task", Rows: []SearchRow{{Key: "7", URL: "/tasks/7", Status: "MANUAL",
+				Links: []SearchLink{{Label: "search.resource", Code: "inventory", Text: "ab-sku", URL: "/inventory/ab-sku"}}}}},
+			{Kind: "activity", Rows: []SearchRow{{Key: "ab-act", Counter: true, Available: 1, Locked: 2, Spent: 3}}},
+		}}),
+		"search-bad":  SearchPage(pg("search.title", ""), SearchView{Query: "a%", Bad: true}),
+		"search-none": SearchPage(pg("search.title", ""), SearchView{Query: "zz", Searched: true}),
+		"search-hint": SearchPage(pg("search.title", ""), SearchView{}),
 	}
 }
 

@@ -54,6 +54,7 @@ var routeGates = map[string]string{
 	"GET /jobs":                                           "viewer",
 	"POST /jobs/:name/run":                                "operator",
 	"GET /audit":                                          "viewer",
+	"GET /search":                                         "viewer",
 	"GET /admin/users":                                    "admin",
 	"POST /admin/users":                                   "admin",
 	"POST /admin/users/:id/role":                          "admin",

@@ -70,6 +70,9 @@ func BenchmarkPages(b *testing.B) {
 		{"audit_actor", "/audit?actor=" + who.name},
 		{"users", "/admin/users"},
 		{"tokens", "/admin/tokens"},
+		{"search_orders", "/search?q=b05"},
+		{"search_users", "/search?q=U00"},
+		{"search_skus", "/search?q=sku-0"},
 	}
 	for _, p := range pages {
 		b.Run(p.name, func(b *testing.B) {
