@@ -113,16 +113,7 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 // apiTasks is GET /api/v1/tasks: the task list's filter (status,
 // repeatable; type, class, older, order, due) and sort, a page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
-	q := c.QueryParams()
-	f, err := s.parseTaskFilter(q)
-	if err != nil {
-		return err
-	}
-	oldestFirst, err := parseTaskSort(q.Get("sort"))
-	if err != nil {
-		return err
-	}
-	after, err := models.ParseCursor(q.Get("after"))
+	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams())
 	if err != nil {
 		return err
 	}

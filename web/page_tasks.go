@@ -61,6 +61,19 @@ func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 	return f, f.Validate()
 }
 
+// parseTaskQuery reads the task list's filter, sort and page position,
+// as the page and the API take them.
+func (s *server) parseTaskQuery(q url.Values) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
+	if f, err = s.parseTaskFilter(q); err != nil {
+		return
+	}
+	if oldestFirst, err = parseTaskSort(q.Get("sort")); err != nil {
+		return
+	}
+	after, err = models.ParseCursor(q.Get("after"))
+	return
+}
+
 // parseTaskSort reads the list order: newest created first, or "old".
 func parseTaskSort(v string) (oldestFirst bool, err error) {
 	switch v {
@@ -113,15 +126,7 @@ func taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, err := s.parseTaskFilter(q)
-	if err != nil {
-		return err
-	}
-	oldestFirst, err := parseTaskSort(q.Get("sort"))
-	if err != nil {
-		return err
-	}
-	after, err := models.ParseCursor(q.Get("after"))
+	f, oldestFirst, after, err := s.parseTaskQuery(q)
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -189,41 +186,10 @@ func (c *chaosRun) start(t *testing.T) *chaosWorker {
 	t.Helper()
 	c.started++
 	id := fmt.Sprintf("chaos-%03d", c.started)
-	w := &chaosWorker{id: id, log: filepath.Join(c.dir, id+".log"), done: make(chan struct{})}
-	logf, err := os.Create(w.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.cmd = exec.Command(c.exe, "worker", "-db", c.dsn, "-log-format", "json", "-worker-id", id,
+	w := startWorkerProcess(t, c.dir, id, "-db", c.dsn, "-worker-id", id,
 		"-pools", "2", "-worker-batch", "50", "-lease", chaosLease.String(), "-sweep-every", "1s")
-	w.cmd.Stderr = logf
-	out, err := w.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start unhold worker %s: %v", id, err)
-	}
 	c.all = append(c.all, w)
 	c.live = append(c.live, w)
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(out)
-		line, _ := r.ReadString('\n')
-		first <- line
-		_, _ = io.Copy(io.Discard, r)
-		_ = w.cmd.Wait()
-		logf.Close()
-		close(w.done)
-	}()
-	select {
-	case line := <-first:
-		if !strings.Contains(line, "unhold worker running") {
-			t.Fatalf("unhold worker %s said %q; see its log", id, line)
-		}
-	case <-time.After(time.Minute):
-		t.Fatalf("unhold worker %s did not start", id)
-	}
 	return w
 }
 

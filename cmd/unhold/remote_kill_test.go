@@ -137,7 +137,7 @@ func TestRemoteWorkerKilledAfterCall(t *testing.T) {
 			}
 		})
 		start := func(id string) *chaosWorker {
-			w := startRemoteWorker(t, dir, id, "-db", dsn, "-resources", resources, "-worker-id", id, "-pools", "1",
+			w := startWorkerProcess(t, dir, id, "-db", dsn, "-resources", resources, "-worker-id", id, "-pools", "1",
 				"-worker-batch", "10", "-lease", remoteKillLease.String(), "-sweep-every", "1s")
 			workers = append(workers, w)
 			return w
@@ -212,9 +212,9 @@ func TestRemoteWorkerKilledAfterCall(t *testing.T) {
 	})
 }
 
-// startRemoteWorker runs "unhold worker" (this test binary, see TestMain)
-// with args and waits until it says it runs.
-func startRemoteWorker(t *testing.T, dir, id string, args ...string) *chaosWorker {
+// startWorkerProcess runs "unhold worker" (this test binary, see TestMain) with
+// args, logging to dir/id.log, and waits until it says it runs.
+func startWorkerProcess(t *testing.T, dir, id string, args ...string) *chaosWorker {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
