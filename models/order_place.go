@@ -288,12 +288,14 @@ func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
 	})
 	cause := errors.Join(errs...)
 	if cause == nil {
+		now := s.Now()
 		err := s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
-			return tx.Exec("UPDATE orders SET locks_answered_at = ? WHERE order_no = ?", s.Now(), o.OrderNo).Error
+			return tx.Exec("UPDATE orders SET locks_answered_at = ? WHERE order_no = ?", now, o.OrderNo).Error
 		})
 		if err != nil {
 			return fmt.Errorf("record that the locks were answered: %w (the order cannot be paid; its pay deadline closes it)", err)
 		}
+		o.LocksAnsweredAt = &now
 		return nil
 	}
 	note := clip("placement aborted: "+cause.Error(), 500)
