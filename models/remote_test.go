@@ -240,9 +240,9 @@ func TestRemoteSlowReleaseRetriedAsDuplicate(t *testing.T) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
 				t.Parallel()
-				e := newRemoteEnv(t, d, remoteOpts{timeout: 200 * time.Millisecond})
+				e := newRemoteEnv(t, d, remoteOpts{timeout: 500 * time.Millisecond})
 				e.placeClosed(t, "o-slow", "card-1", 3)
-				e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 600 * time.Millisecond})
+				e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 1500 * time.Millisecond})
 				if res := e.tryCard(t, path); res.Outcome != models.OutcomeRetry || res.Class != models.ClassTimeout {
 					t.Fatalf("slow release = %+v, want RETRY TIMEOUT", res)
 				}
@@ -488,8 +488,8 @@ func TestRemotePlacementLockTimesOut(t *testing.T) {
 		for _, landed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("lock landed before the release %v", landed), func(t *testing.T) {
 				t.Parallel()
-				e := newRemoteEnv(t, d, remoteOpts{timeout: 200 * time.Millisecond})
-				e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 600 * time.Millisecond})
+				e := newRemoteEnv(t, d, remoteOpts{timeout: 500 * time.Millisecond})
+				e.svc.SetFaults(remotetest.Faults{SlowRate: 1, Delay: 1500 * time.Millisecond})
 				err := e.place("o-to", "card-1", 3)
 				e.svc.SetFaults(remotetest.Faults{})
 				if !errors.Is(err, models.ErrRemoteUnavailable) {
@@ -1334,11 +1334,11 @@ func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for name, lost := range map[string]remotetest.Faults{
 			"dropped after the apply":    {DropRate: 1, DropAfterApply: true},
-			"answered after the timeout": {SlowRate: 1, Delay: 600 * time.Millisecond},
+			"answered after the timeout": {SlowRate: 1, Delay: 1500 * time.Millisecond},
 		} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				e := newRemoteEnv(t, d, remoteOpts{timeout: 200 * time.Millisecond})
+				e := newRemoteEnv(t, d, remoteOpts{timeout: 500 * time.Millisecond})
 				e.placeClosed(t, "o-lost", "card-1", 3)
 				e.svc.SetFaults(lost)
 				if res := e.tryCard(t, "single"); res.Outcome != models.OutcomeRetry {

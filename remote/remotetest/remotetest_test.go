@@ -202,7 +202,10 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("after the first call stock is %+v; applied should be %v", got, c.applied)
 			}
 			svc.SetFaults(remotetest.Faults{})
-			res, err = cl.Lock(context.Background(), lock("O-1", 2, 0))
+			// The retry's client waits as long as a busy machine may take:
+			// only the first call's timeout is part of the case (a 50 ms one
+			// timed out the retry itself under -race with the suite running).
+			res, err = newClient(t, url, "", 5*time.Second).Lock(context.Background(), lock("O-1", 2, 0))
 			check(t, "retry", res, err, c.retry)
 			key := remote.IdempotencyKey("O-1", "giftcard", "GC-1", remote.OpLock, 0)
 			if got, n := svc.Stock("GC-1"), svc.Calls(key); got != held || n != 2 {
