@@ -194,6 +194,19 @@ func (s *Store) pendingHeldSQL() string {
 		GROUP BY h.resource_type, h.biz_key`
 }
 
+// expectedJoins joins, to the rows whose key is the SQL expression key, p.q
+// and t.q: what PENDING orders still hold of the key and what its
+// unfinished tasks will give back (arguments: the type, twice), the two
+// halves of what a whole-type reconciliation expects held.
+func expectedJoins(key string) string {
+	return `
+		LEFT JOIN (SELECT h.biz_key AS k, SUM(h.qty - h.released - h.deducted) AS q
+			FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.resource_type = ? AND o.status = 'PENDING' GROUP BY h.biz_key) p ON p.k = ` + key + `
+		LEFT JOIN (SELECT biz_key AS k, SUM(qty) AS q FROM release_tasks
+			WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL') GROUP BY biz_key) t ON t.k = ` + key
+}
+
 // expectedHeld reads, for the given keys, what PENDING orders hold
 // (pendingHeldSQL) and what unfinished release tasks will give back, read
 // from release_tasks by (resource_type, biz_key, status).

@@ -257,15 +257,10 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 	q := fmt.Sprintf(`SELECT r.%[1]s AS key, r.%[2]s AS held, r.%[3]s AS avail, r.%[4]s AS spent,
 		COALESCE(p.q, 0) + COALESCE(t.q, 0) AS expected,
 		r.%[3]s + r.%[2]s + r.%[4]s AS total, COALESCE(a.q, 0) AS sum
-		FROM %[5]s r
-		LEFT JOIN (SELECT h.biz_key AS k, SUM(h.qty - h.released - h.deducted) AS q
-			FROM order_holds h JOIN orders o ON o.order_no = h.order_no
-			WHERE h.resource_type = ? AND o.status = 'PENDING' GROUP BY h.biz_key) p ON p.k = r.%[1]s
-		LEFT JOIN (SELECT biz_key AS k, SUM(qty) AS q FROM release_tasks
-			WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL') GROUP BY biz_key) t ON t.k = r.%[1]s
+		FROM %[5]s r%[9]s
 		LEFT JOIN (SELECT %[1]s AS k, SUM(qty) AS q FROM %[6]s WHERE type = 'ADJUST'%[7]s GROUP BY %[1]s) a ON a.k = r.%[1]s
 		WHERE 1 = 1%[8]s`,
-		c.key, c.held, c.avail, c.spent, c.table, c.ledger, strings.ReplaceAll(fixed, "r.", ""), fixed)
+		c.key, c.held, c.avail, c.spent, c.table, c.ledger, strings.ReplaceAll(fixed, "r.", ""), fixed, expectedJoins("r."+c.key))
 	args = append(args, c.typ, c.typ)
 	if c.fixedCol != "" {
 		args = append(args, c.fixedVal, c.fixedVal)

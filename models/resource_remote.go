@@ -223,12 +223,7 @@ func (r *remoteResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, er
 		Held, Expected int64
 	}
 	err := db.WithContext(ctx).Raw(`SELECT l.k, l.held, COALESCE(p.q, 0) + COALESCE(t.q, 0) AS expected
-		FROM (`+ledgerHeldSQL+` GROUP BY biz_key) l
-		LEFT JOIN (SELECT h.biz_key AS k, SUM(h.qty - h.released - h.deducted) AS q
-			FROM order_holds h JOIN orders o ON o.order_no = h.order_no
-			WHERE h.resource_type = ? AND o.status = 'PENDING' GROUP BY h.biz_key) p ON p.k = l.k
-		LEFT JOIN (SELECT biz_key AS k, SUM(qty) AS q FROM release_tasks
-			WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL') GROUP BY biz_key) t ON t.k = l.k`,
+		FROM (`+ledgerHeldSQL+` GROUP BY biz_key) l`+expectedJoins("l.k"),
 		r.typ, r.typ, r.typ).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("reconcile %s: %w", r.typ, err)
