@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,9 +17,10 @@ import (
 )
 
 // TestPropertyRandomOperations runs thousands of random operations — place,
-// pay, close, late pay, rerun, worker drains with injected transient errors
-// and crashes — from several goroutines over a small shop, then lets the
-// work go quiet and checks every invariant of DESIGN.md.
+// pay, close, late pay, line cancels, shipments, refunds, returns and
+// their inbound, rerun, worker drains with injected transient errors and
+// crashes — from several goroutines over a small shop, then lets the work
+// go quiet and checks every invariant of DESIGN.md.
 func TestPropertyRandomOperations(t *testing.T) {
 	ops := 2400
 	if testing.Short() {
@@ -115,12 +117,24 @@ type shop struct {
 	users []string
 	coup  map[string][]int64
 	nos   []string
-	err   error
+	// skus are each order's lines; paid the orders a payment reached,
+	// which the operations after payment draw from.
+	skus map[string][]string
+	paid []string
+	// rets are the returns recorded, with their lines, for inbounds.
+	rets map[string]returned
+	err  error
+}
+
+type returned struct {
+	no    string
+	lines []models.LineQty
 }
 
 func newShop(t *testing.T, s *models.Store, clock *modelstest.Clock) *shop {
 	ctx := context.Background()
-	sh := &shop{s: s, clock: clock, users: []string{"u1", "u2", "u3"}, coup: map[string][]int64{}}
+	sh := &shop{s: s, clock: clock, users: []string{"u1", "u2", "u3"}, coup: map[string][]int64{}, rets: map[string]returned{},
+		skus: map[string][]string{}}
 	for i, delay := range []int64{0, 0, 0, 60} {
 		if _, err := s.SetStock(ctx, fmt.Sprintf("sku-%d", i), 300, delay, "test"); err != nil {
 			t.Fatal(err)
@@ -189,7 +203,7 @@ func (sh *shop) pick(rng *rand.Rand) (string, bool) {
 func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id string) string {
 	p := rng.IntN(100)
 	switch {
-	case p < 35:
+	case p < 30:
 		u := sh.users[rng.IntN(len(sh.users))]
 		req := models.PlaceRequest{OrderNo: "o-" + id, UserID: u, PayTimeout: time.Duration(1+rng.IntN(20)) * time.Minute}
 		for i := range 1 + rng.IntN(2) {
@@ -221,13 +235,16 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 		if err == nil {
 			sh.mu.Lock()
 			sh.nos = append(sh.nos, req.OrderNo)
+			for _, it := range req.Items {
+				sh.skus[req.OrderNo] = append(sh.skus[req.OrderNo], it.SkuID)
+			}
 			sh.mu.Unlock()
 			return "place"
 		}
 		var be *models.Error
 		errors.As(err, &be)
 		return "place refused " + be.Code
-	case p < 50:
+	case p < 42:
 		no, ok := sh.pick(rng)
 		if !ok {
 			return "skip"
@@ -236,11 +253,16 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 		if !businessOK(err) {
 			sh.fail(err)
 		}
+		if err == nil {
+			sh.mu.Lock()
+			sh.paid = append(sh.paid, no)
+			sh.mu.Unlock()
+		}
 		if r.Late {
 			return "pay late " + string(r.Status)
 		}
 		return "pay"
-	case p < 70:
+	case p < 56:
 		no, ok := sh.pick(rng)
 		if !ok {
 			return "skip"
@@ -250,7 +272,9 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 			sh.fail(err)
 		}
 		return "close"
-	case p < 75:
+	case p < 77:
+		return sh.lifeStep(ctx, rng, id, p)
+	case p < 80:
 		no, ok := sh.pick(rng)
 		if !ok {
 			return "skip"
@@ -260,7 +284,7 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 			sh.fail(err)
 		}
 		return "rerun"
-	case p < 80:
+	case p < 84:
 		closed, err := sh.s.CloseExpired(ctx, 20)
 		if err != nil {
 			sh.fail(err)
@@ -269,7 +293,7 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 			return "timeout close"
 		}
 		return "timeout scan"
-	case p < 95:
+	case p < 96:
 		if st := w.Drain(ctx); st["ERROR"] > 0 {
 			sh.fail(fmt.Errorf("a release failed outside the retry rules: %v", st))
 		}
@@ -278,6 +302,85 @@ func (sh *shop) step(ctx context.Context, rng *rand.Rand, w *jobs.Worker, id str
 		sh.clock.Advance(time.Duration(rng.IntN(90)) * time.Second)
 		return "tick"
 	}
+}
+
+// lifeStep is one operation of an order's life after placement, on a
+// random order and line: most are refused (the order is not in the
+// status, the line has not that much), which is part of the test.
+func (sh *shop) lifeStep(ctx context.Context, rng *rand.Rand, id string, p int) string {
+	no, ok := sh.pick(rng)
+	sh.mu.Lock()
+	if p >= 60 && len(sh.paid) > 0 && rng.IntN(4) > 0 {
+		no, ok = sh.paid[rng.IntN(len(sh.paid))], true
+	}
+	sku := fmt.Sprintf("sku-%d", rng.IntN(4))
+	if ss := sh.skus[no]; len(ss) > 0 && rng.IntN(5) > 0 {
+		sku = ss[rng.IntN(len(ss))]
+	}
+	sh.mu.Unlock()
+	if !ok {
+		return "skip"
+	}
+	ls := []models.LineQty{{SkuID: sku, Qty: int64(1 + rng.IntN(2))}}
+	var res models.LifeResult
+	var err error
+	name := ""
+	switch {
+	case p < 60:
+		name = "line cancel"
+		res, err = sh.s.CancelLine(ctx, no, ls[0].SkuID, ls[0].Qty, -1, "", "user")
+	case p < 65:
+		name = "ship"
+		res, err = sh.s.Ship(ctx, no, "sh-"+id, ls, "wms")
+	case p < 70:
+		name = "refund"
+		if rng.IntN(3) == 0 {
+			ls = nil
+		}
+		res, err = sh.s.Refund(ctx, no, "rf-"+id, ls, "", "cs")
+	case p < 74:
+		name = "return"
+		res, err = sh.s.Return(ctx, no, "ret-"+id, ls, "", "cs")
+		if err == nil {
+			sh.mu.Lock()
+			sh.rets["ret-"+id] = returned{no: no, lines: ls}
+			sh.mu.Unlock()
+		}
+	default:
+		name = "inbound"
+		sh.mu.Lock()
+		var ids []string
+		for k := range sh.rets {
+			ids = append(ids, k)
+		}
+		sh.mu.Unlock()
+		if len(ids) == 0 {
+			return "skip"
+		}
+		slices.Sort(ids)
+		rid := ids[rng.IntN(len(ids))]
+		sh.mu.Lock()
+		r := sh.rets[rid]
+		sh.mu.Unlock()
+		var in []models.LineQty
+		for _, l := range r.lines {
+			restock := rng.IntN(3) > 0
+			in = append(in, models.LineQty{SkuID: l.SkuID, Qty: l.Qty, Restock: &restock})
+		}
+		res, err = sh.s.Inbound(ctx, rid, in, "wms")
+	}
+	if !businessOK(err) {
+		sh.fail(err)
+	}
+	if err != nil {
+		var be *models.Error
+		errors.As(err, &be)
+		return name + " refused " + be.Code
+	}
+	if res.Repeat {
+		return name + " repeat"
+	}
+	return name + " " + string(res.Status)
 }
 
 // checkStatuses: every order ended in a state the state machine allows, and
@@ -294,6 +397,9 @@ func (sh *shop) checkStatuses(t *testing.T) {
 		}
 		if o.LatePaid && o.ClosedAt == nil {
 			t.Fatalf("order %s is late-paid but was never closed", o.OrderNo)
+		}
+		if o.Status != models.OrderPending && o.Status != models.OrderClosed && o.PaidAt == nil {
+			t.Fatalf("order %s is %s but was never paid", o.OrderNo, o.Status)
 		}
 	}
 }

@@ -533,3 +533,41 @@ func TestOrderLifeRaces(t *testing.T) {
 		}
 	})
 }
+
+// A hand edit of a line shows in reconciliation: a PENDING line whose
+// released was raised by hand (LINE_HELD, its ledger still says it holds
+// it), a refunded line whose refund was wiped (LINE_AFTER_SALE). Breaks if
+// reconciliation reads the hold rows without their ledger.
+func TestReconcileFindsLineEdits(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := b.shop(t)
+		b.paidOrder(t, "o-paid", cp)
+		if _, err := b.s.Refund(b.ctx, "o-paid", "rf-1", lines("sku-1", 1), "", "cs"); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-pend", UserID: "u1", Items: []models.Item{{SkuID: "sku-2", Qty: 2}}}); err != nil {
+			t.Fatal(err)
+		}
+		modelstest.CheckInvariants(t, b.s)
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE order_holds SET released = 1 WHERE order_no = 'o-pend' AND biz_key = 'sku-2'").Error
+		})
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE order_holds SET refunded = 0 WHERE order_no = 'o-paid' AND biz_key = 'sku-1'").Error
+		})
+		diffs, err := b.s.Reconcile(b.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := map[string]models.Diff{}
+		for _, d := range diffs {
+			found[d.Check+" "+d.Key] = d
+		}
+		if d, ok := found[models.CheckLineHeld+" sku-2"]; !ok || d.Expected != 2 || d.Actual != 1 {
+			t.Errorf("LINE_HELD of sku-2 = %+v (found %v), want expected 2, actual 1", d, ok)
+		}
+		if d, ok := found[models.CheckLineAfterSale+" sku-1"]; !ok || d.Expected != 1 || d.Actual != 0 {
+			t.Errorf("LINE_AFTER_SALE of sku-1 = %+v (found %v), want expected 1, actual 0", d, ok)
+		}
+	})
+}

@@ -303,7 +303,11 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 			diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: CheckConservation, Expected: r.Sum, Actual: r.Total})
 		}
 	}
-	return diffs, nil
+	lines, err := c.lineDiffs(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	return append(diffs, lines...), nil
 }
 
 // ledgerSums is what each key's columns must be if every change wrote its

@@ -84,7 +84,7 @@ var reconText = text{
 	"recon.check.LEDGER_SPENT":          {"已用量与账本", "Spent vs ledger"},
 	"recon.check.LEDGER_SPENT.help":     {"已用量（已售/已扣）应等于其账本各行变动之和；不等说明有人直接改了表。", "The spent counter (sold / spent) must equal the sum of its ledger rows; a difference means the table was edited by hand."},
 	"recon.check.USED_UNPAID":           {"已用但未支付", "Used but unpaid"},
-	"recon.check.USED_UNPAID.help":      {"优惠券为已使用或座位为已售，但对应订单并未支付。", "A coupon USED or a slot SOLD whose order is not PAID."},
+	"recon.check.USED_UNPAID.help":      {"优惠券为已使用或座位为已售，但对应订单不处于已支付类状态（已支付、已发货、退货中等）。", "A coupon USED or a slot SOLD whose order is not in a paid status (PAID, shipped, returning …)."},
 	"recon.check.LEDGER_STATUS":         {"状态与账本", "Status vs ledger"},
 	"recon.check.LEDGER_STATUS.help":    {"优惠券或座位的当前状态应与其账本最后一行留下的状态一致。", "A coupon's or slot's status must be the one its last ledger row left."},
 
