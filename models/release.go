@@ -231,7 +231,7 @@ func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.
 		return "", errLeaseLost
 	}
 	row := done[t.ID]
-	outcome, err := s.applyRelease(tx, t, row.Trigger, worker, now)
+	outcome, err := s.applyRelease(tx, t, row, worker, now)
 	if err != nil {
 		return "", err
 	}
@@ -269,9 +269,9 @@ func fenceDone(tx *gorm.DB, ids []int64, token string, now time.Time) (map[int64
 // deduction) and returns DONE, or DUPLICATE when the ledger already has
 // it or the service had done the call before; the FaultAfterLedger point
 // follows.
-func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker string, now time.Time) (string, error) {
+func (s *Store) applyRelease(tx *gorm.DB, t, fenced ReleaseTask, worker string, now time.Time) (string, error) {
 	outcome := OutcomeDone
-	err := s.apply(tx, t.ResourceType, releaseOp(t, trigger, worker, now))
+	err := s.apply(tx, t.ResourceType, releaseOp(t, fenced, worker, now))
 	switch {
 	case errors.Is(err, errDuplicate):
 		outcome = OutcomeDuplicate
@@ -283,11 +283,27 @@ func (s *Store) applyRelease(tx *gorm.DB, t ReleaseTask, trigger Trigger, worker
 	return outcome, s.afterLedger(t)
 }
 
-// releaseOp is the change a worker applies for task t: its RELEASE (or
-// DEDUCT), with the service's answer when t's type is remote.
-func releaseOp(t ReleaseTask, trigger Trigger, worker string, now time.Time) Op {
-	return Op{Kind: t.Op, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, Actor: "worker:" + worker, Now: now,
-		answer: t.answer}
+// releaseOp is the change a worker applies for claimed task t, as fenced
+// (its trigger and rerun as they were when it was marked DONE): its
+// RELEASE (or DEDUCT), with the service's answer when t's type is remote.
+func releaseOp(t, fenced ReleaseTask, worker string, now time.Time) Op {
+	return Op{Kind: t.Op, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: fenced.Trigger,
+		Actor: releaseActor(worker, t.Attempts, fenced), Now: now, answer: t.answer}
+}
+
+// releaseActor is who a worker's ledger row names: the worker, and when it
+// was not the task's first try, which try it was (an automatic retry), and
+// an operator's rerun with who asked and why, so that the row alone tells
+// how the release came about.
+func releaseActor(worker string, attempt int, fenced ReleaseTask) string {
+	a := "worker:" + worker
+	if attempt > 1 {
+		a += fmt.Sprintf(" · attempt %d", attempt)
+	}
+	if note := fenced.rerunNote(); note != "" {
+		a += " · " + clip(note, 300)
+	}
+	return a
 }
 
 // callRemotes makes, outside any transaction, the service call of each
@@ -329,7 +345,7 @@ func (s *Store) callRemotes(ctx context.Context, tasks []ReleaseTask, worker str
 		}
 		sent[k] = true
 		t := &tasks[idx[k]]
-		a, err := s.remotes[t.ResourceType].call(cctx, releaseOp(*t, t.Trigger, worker, start))
+		a, err := s.remotes[t.ResourceType].call(cctx, releaseOp(*t, *t, worker, start))
 		if err == nil {
 			err = s.fault(FaultAfterCall, *t)
 		}
@@ -725,7 +741,7 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		if many {
 			ops := make([]Op, len(group))
 			for k, i := range group {
-				ops[k] = releaseOp(tasks[i], fenced[tasks[i].ID].Trigger, worker, start)
+				ops[k] = releaseOp(tasks[i], fenced[tasks[i].ID], worker, start)
 			}
 			if err := c.releaseMany(tx, ops); err != nil {
 				return nil, err
@@ -743,7 +759,7 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 				}
 				counted = append(counted, t)
 			} else {
-				outcome, err = s.applyRelease(tx, t, fenced[t.ID].Trigger, worker, start)
+				outcome, err = s.applyRelease(tx, t, fenced[t.ID], worker, start)
 			}
 			if err != nil {
 				return nil, &taskFailed{i: i, start: start, cause: err}

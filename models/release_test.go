@@ -89,8 +89,10 @@ func TestTransientFailuresRetryThenManual(t *testing.T) {
 					rel = append(rel, f)
 				}
 			}
-			if len(rel) != 1 || rel[0].Trigger != models.TriggerRerun || rel[0].Actor != "worker:w2" {
-				t.Fatalf("release rows = %+v, want one by RERUN from w2", rel)
+			// The row says which try released it, and whose rerun.
+			if len(rel) != 1 || rel[0].Trigger != models.TriggerRerun ||
+				rel[0].Actor != "worker:w2 · attempt 9 · rerun by ops:alice: stock service back" {
+				t.Fatalf("release rows = %+v, want one by RERUN from w2, its 9th try, after alice's rerun", rel)
 			}
 			if len(c.Audit) != 1 || c.Audit[0].Actor != "ops:alice" || c.Audit[0].Reason != "stock service back" {
 				t.Fatalf("audit = %+v", c.Audit)
