@@ -3,11 +3,11 @@ package views
 // authText is the text of signing in, accounts, API tokens and the audit
 // log, and the codes they show.
 var authText = text{
-	"nav.audit":  {"审计日志", "Audit log"},
+	"nav.audit":  {"审计日志", "Audit"},
 	"nav.users":  {"用户", "Users"},
-	"nav.tokens": {"API 令牌", "API tokens"},
+	"nav.tokens": {"API 令牌", "Tokens"},
 
-	"account.password.link": {"修改密码", "Change password"},
+	"account.password.link": {"修改密码", "Password"},
 	"account.logout":        {"退出登录", "Sign out"},
 	"auth.need.operator":    {"只有运维或管理员可以执行此操作；如需处理，请联系运维。", "Only operations or administrators can do this; ask ops if it needs doing."},
 	"error.forbidden":       {"你的角色无权执行此操作。如确有需要，请联系管理员。", "Your role may not do this. Ask an administrator if you need it."},
@@ -27,7 +27,7 @@ var authText = text{
 	"code.BODY_TOO_LARGE":    {"请求内容过大", "Request too large"},
 	"code.USER_EXISTS":       {"用户名已被占用", "That user name is taken"},
 	"code.BAD_ROLE":          {"没有这种角色，未做任何更改", "There is no such role; nothing was changed"},
-	"code.SELF":              {"不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”", "You cannot change your own role, disable yourself or reset your own password here; use Change password"},
+	"code.SELF":              {"不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”", "You cannot change your own role, disable yourself or reset your own password here; use Password at the top"},
 	"code.LAST_ADMIN":        {"不能停用或降级最后一个启用的管理员", "The last enabled administrator cannot be disabled or demoted"},
 	"code.TOKEN_EXISTS":      {"已有同名的 API 令牌", "An API token with this name exists"},
 	"code.PASSWORD_MISMATCH": {"两次输入的新密码不一致", "The two new passwords differ"},
@@ -134,7 +134,7 @@ var authText = text{
 	"users.flash.disabled.tokens": {"用户已停用，其会话已结束，其创建的 %d 个 API 令牌已吊销", "User disabled; their sessions have ended and the %d API token(s) they created were revoked"},
 	"users.flash.reset":           {"%s 的密码已重置，其会话已结束", "Password of %s reset; their sessions have ended"},
 
-	"tokens.title":          {"API 令牌", "API tokens"},
+	"tokens.title":          {"API 令牌", "Tokens"},
 	"tokens.intro":          {"供其他系统调用 API。令牌只在创建时显示一次，之后只保存其哈希，无法找回；丢失请吊销后重建。", "For other systems calling the API. A token is shown once when created; only its hash is kept, so a lost one cannot be recovered: revoke it and create another."},
 	"tokens.usage":          {"调用 API 时在请求头中带上：", "Programs send it in a header:"},
 	"tokens.create":         {"新建令牌", "New token"},
@@ -158,7 +158,7 @@ var authText = text{
 	"tokens.secret.created": {"新的 API 令牌", "The new API token"},
 	"tokens.flash.revoked":  {"令牌已吊销", "Token revoked"},
 
-	"audit.title":         {"审计日志", "Audit log"},
+	"audit.title":         {"审计日志", "Audit"},
 	"audit.intro":         {"每次重跑、对账、定时任务的手动运行、登录与账户变更，以及被拒绝的越权操作，都记录在这里，只追加不删除。", "Every rerun, reconciliation, manual job run, sign-in and account change, and every refused attempt beyond one's role, is kept here; the log is append-only."},
 	"audit.f.from":        {"从", "From"},
 	"audit.f.to":          {"到", "To"},
