@@ -134,7 +134,7 @@ var authText = text{
 	"users.flash.disabled.tokens": {"用户已停用，其会话已结束，其创建的 %d 个 API 令牌已吊销", "User disabled; their sessions have ended and the %d API token(s) they created were revoked"},
 	"users.flash.reset":           {"%s 的密码已重置，其会话已结束", "Password of %s reset; their sessions have ended"},
 
-	"tokens.title":          {"API 令牌", "Tokens"},
+	"tokens.title":          {"API 令牌", "API tokens"},
 	"tokens.intro":          {"供其他系统调用 API。令牌只在创建时显示一次，之后只保存其哈希，无法找回；丢失请吊销后重建。", "For other systems calling the API. A token is shown once when created; only its hash is kept, so a lost one cannot be recovered: revoke it and create another."},
 	"tokens.usage":          {"调用 API 时在请求头中带上：", "Programs send it in a header:"},
 	"tokens.create":         {"新建令牌", "New token"},
@@ -158,7 +158,7 @@ var authText = text{
 	"tokens.secret.created": {"新的 API 令牌", "The new API token"},
 	"tokens.flash.revoked":  {"令牌已吊销", "Token revoked"},
 
-	"audit.title":         {"审计日志", "Audit"},
+	"audit.title":         {"审计日志", "Audit log"},
 	"audit.intro":         {"每次重跑、对账、定时任务的手动运行、登录与账户变更，以及被拒绝的越权操作，都记录在这里，只追加不删除。", "Every rerun, reconciliation, manual job run, sign-in and account change, and every refused attempt beyond one's role, is kept here; the log is append-only."},
 	"audit.f.from":        {"从", "From"},
 	"audit.f.to":          {"到", "To"},

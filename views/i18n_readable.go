@@ -6,6 +6,12 @@ package views
 // attempt notes, translated at render time (see say.go).
 var readableText = text{
 	"account.password.title": {"修改登录密码", "Change password"},
+
+	"audit.entry.title":   {"审计记录", "Audit entry"},
+	"audit.entry.detail":  {"详情", "Detail"},
+	"audit.entry.ip":      {"来源地址", "Address"},
+	"audit.entry.ua":      {"浏览器或客户端", "Browser or client"},
+	"audit.entry.request": {"请求号", "Request id"},
 	// Stored English sentences (say.go): Chinese, and the English shape as
 	// stored, filled with the same parts.
 	"say.rescue":             {"记为崩溃的尝试 %[1]s 次（租约到期而没有结果）", "counted %[1]s crashed tries (leases expired without an outcome)"},
