@@ -75,4 +75,3 @@ func TestSay(t *testing.T) {
 		}
 	}
 }
-

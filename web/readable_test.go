@@ -26,10 +26,10 @@ var englishRun = regexp.MustCompile(`\b[A-Za-z][a-z]*(?:'[a-z]+)?(?:[ ,]+[A-Za-z
 var englishAllowed = map[string]bool{}
 
 var (
-	scriptRE  = regexp.MustCompile(`(?s)<(script|style|head)\b.*?</(script|style|head)>`)
-	anyTagRE  = regexp.MustCompile(`<[^>]*>`)
-	spaceRE   = regexp.MustCompile(`\s+`)
-	idLikeRE  = regexp.MustCompile(`[A-Za-z]*[0-9_@./:-][\w@./:-]*`)
+	scriptRE = regexp.MustCompile(`(?s)<(script|style|head)\b.*?</(script|style|head)>`)
+	anyTagRE = regexp.MustCompile(`<[^>]*>`)
+	spaceRE  = regexp.MustCompile(`\s+`)
+	idLikeRE = regexp.MustCompile(`[A-Za-z]*[0-9_@./:-][\w@./:-]*`)
 )
 
 // englishSentences returns the English runs of words in a page's visible
