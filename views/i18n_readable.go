@@ -29,6 +29,8 @@ var readableText = text{
 	"report.csv.actor":         {"操作方", "Actor"},
 	"report.csv.cut":           {"导出中断", "Export incomplete"},
 
+	"code.audit.set_counter": {"设置计数资源", "counter set"},
+
 	"audit.entry.title":   {"审计记录", "Audit entry"},
 	"audit.entry.detail":  {"详情", "Detail"},
 	"audit.entry.ip":      {"来源地址", "Address"},
@@ -62,6 +64,10 @@ var readableText = text{
 	"say.background":       {"已在后台开始", "started in the background"},
 	"say.now":              {"现为%[1]s", "now %[1]s"},
 	"say.late_partial":     {"迟到支付未能取回全部占用：%[1]s", "late payment could not take back every hold: %[1]s"},
+	"say.role":             {"%[1]s", "%[1]s"},
+	"say.role_change":      {"%[1]s→%[2]s", "%[1]s→%[2]s"},
+	"say.token_create":     {"%[1]s，%[2]s", "%[1]s, %[2]s"},
+	"say.token_revoked":    {"%[1]s；创建者 %[2]s 已被停用", "%[1]s; its creator %[2]s was disabled"},
 	"say.sessions_ended":   {"结束了 %[1]s 个会话", "%[1]s session(s) ended"},
 	"say.user_changed":     {"登录过程中用户被修改", "user changed during login"},
 	"say.locked_here":      {"此地址失败 %[1]s 次后锁定该用户名", "name locked at this address after %[1]s failures"},

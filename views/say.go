@@ -23,6 +23,7 @@ const (
 	argParts                // "inventory 3, coupon 2": resource names with counts
 	argSay                  // a stored text of its own, itself said
 	argClass                // an error class or code, through Page.Class
+	argRole                 // a dashboard role
 )
 
 // shape is one known English sentence: re matches the whole text, key is
@@ -66,7 +67,11 @@ var shapes = []shape{
 	{regexp.MustCompile(`^started in the background$`), "say.background", nil},
 	{regexp.MustCompile(`^now ([A-Z_]+)$`), "say.now", []argKind{argCode}},
 	{regexp.MustCompile(`^late payment could not take back every hold: (.*)$`), "say.late_partial", nil},
-	// auth: users, sign-in throttling
+	// auth: users, roles, tokens, sign-in throttling
+	{regexp.MustCompile(`^(viewer|operator|admin)$`), "say.role", []argKind{argRole}},
+	{regexp.MustCompile(`^(viewer|operator|admin)→(viewer|operator|admin)$`), "say.role_change", []argKind{argRole, argRole}},
+	{regexp.MustCompile(`^(viewer|operator|admin), (\S+…)$`), "say.token_create", []argKind{argRole}},
+	{regexp.MustCompile(`^(\S+…); its creator (\S+) was disabled$`), "say.token_revoked", nil},
 	{regexp.MustCompile(`^(\d+) session\(s\) ended$`), "say.sessions_ended", nil},
 	{regexp.MustCompile(`^user changed during login$`), "say.user_changed", nil},
 	{regexp.MustCompile(`^name locked at this address after (\d+) failures$`), "say.locked_here", nil},
@@ -154,6 +159,8 @@ func (p Page) sayArg(kind argKind, part string) string {
 		return p.Say(part)
 	case argClass:
 		return p.Class(part)
+	case argRole:
+		return p.Code("role." + part)
 	}
 	return part
 }

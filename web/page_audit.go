@@ -137,6 +137,14 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 				return tasksURL("/tasks", f)
 			}
 		}
+	case "sku":
+		return "/inventory/" + url.PathEscape(rest)
+	case "coupon":
+		if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			return views.Query("/coupons", "coupon", rest)
+		}
+	case "account":
+		return views.Query("/balances", "user", rest)
 	case "job":
 		return "/jobs#job-" + url.PathEscape(rest)
 	case "user":
@@ -146,6 +154,11 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 	case "token":
 		if admin {
 			return "/admin/tokens"
+		}
+	default:
+		// A declared counter's key: "<type>:<key>", with a page of its own.
+		if slices.Contains(s.counters, kind) && rest != "" {
+			return "/resources/" + url.PathEscape(kind) + "/" + url.PathEscape(rest)
 		}
 	}
 	return ""

@@ -346,6 +346,12 @@ func TestAuditEntryPage(t *testing.T) {
 		if !strings.Contains(list, `href="`+path+`"`) {
 			t.Fatalf("the list does not link %s", path)
 		}
+		// Set-up entries link the stock, the account and the coupon they set.
+		for _, href := range []string{`href="/inventory/sku-1"`, `href="/balances?user=u1"`, `href="/coupons?coupon=1"`} {
+			if !strings.Contains(list, href) {
+				t.Errorf("the list has no target link %s", href)
+			}
+		}
 		zh := getPageBoth(t, b, path, "", http.StatusOK)
 		checkText(t, zh, "audit-detail", "1 个任务已重新排队")
 		checkText(t, zh, "audit-reason", "库存已修正")
