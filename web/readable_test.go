@@ -21,10 +21,6 @@ import (
 // words, so they break a run.
 var englishRun = regexp.MustCompile(`\b[A-Za-z][a-z]*(?:'[a-z]+)?(?:[ ,]+[A-Za-z][a-z]*(?:'[a-z]+)?){2,}\b`)
 
-// englishAllowed are the runs a Chinese page may show: names of things
-// that are not translated (the product, a time zone's name).
-var englishAllowed = map[string]bool{}
-
 var (
 	scriptRE = regexp.MustCompile(`(?s)<(script|style|head)\b.*?</(script|style|head)>`)
 	anyTagRE = regexp.MustCompile(`<[^>]*>`)
@@ -44,11 +40,7 @@ func englishSentences(body string) []string {
 	var found []string
 	for _, line := range strings.Split(text, "\n") {
 		line = spaceRE.ReplaceAllString(line, " ")
-		for _, m := range englishRun.FindAllString(line, -1) {
-			if !englishAllowed[m] {
-				found = append(found, m)
-			}
-		}
+		found = append(found, englishRun.FindAllString(line, -1)...)
 	}
 	return found
 }
