@@ -49,7 +49,7 @@ type Config struct {
 	CouponExtendDays  int           // days added by CouponExpiryExtend
 	Demo              bool          // seed demo data on start
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
-	TZ                string        // dashboard time zone until the browser tells its own
+	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
 	Args              []string      // positional arguments left after the flags
 	// MetricsAddr is where "unhold worker", which has no dashboard, serves
 	// /healthz and /metrics; empty: nowhere.
@@ -135,7 +135,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
-	tz := text("tz", "UNHOLD_TZ", "Asia/Shanghai", "time zone of dashboard times until a browser tells its own (IANA name)")
+	tz := text("tz", "UNHOLD_TZ", "Asia/Shanghai",
+		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
 	resources := text("resources", "UNHOLD_RESOURCES", "",
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
 

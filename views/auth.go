@@ -86,6 +86,9 @@ type AuditRow struct {
 	Reason, Outcome, Detail, IP, RequestID, UserAgent string
 }
 
+// AuditURL is the page of one audit entry.
+func AuditURL(id int64) string { return "/audit/" + strconv.FormatInt(id, 10) }
+
 // tokenUsage is how a program sends an API token; it is code, not text.
 const tokenUsage = "Authorization: Bearer uh_…"
 

@@ -250,9 +250,9 @@ func TestAuditPage(t *testing.T) {
 	for _, want := range []string{
 		testid("audit-filters"), `action="/audit"`, `method="get"`, `type="date"`, `<option value="rerun" selected>重跑</option>`,
 		`<option value="something_new">something_new</option>`, testid("audit-error"), `role="alert"`,
-		testid("audit-action") + ` title="rerun">重跑</td>`, `<a href="/orders/O-1"><code>order:O-1/inventory</code></a>`,
+		testid("audit-action") + ` title="rerun" class="nowrap">重跑</td>`, `<a href="/orders/O-1" class="trunc" title="order:O-1/inventory"><code>order:O-1/inventory</code></a>`,
 		testid("audit-reason") + ` class="prewrap">stock fixed`, `title="curl/8.0"`, "req-1", "运维",
-		testid("audit-outcome") + ` class="bad">无权限`, testid("audit-outcome") + ` class="">weird`,
+		testid("audit-outcome") + ` class="nowrap bad">无权限`, testid("audit-outcome") + ` class="nowrap ">weird`, `href="/audit/`,
 		testid("audit-first"), testid("audit-next"),
 	} {
 		if !strings.Contains(out, want) {

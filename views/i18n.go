@@ -5,7 +5,8 @@ type text map[string][2]string
 
 // catalogSets are the catalog's parts, each page's own set kept in its own
 // file; a key belongs to one set only (a test checks).
-var catalogSets = []text{commonText, overviewText, ordersText, tasksText, ledgerText, reconText, jobsText, authText, resourcesText, searchText, lifeText, lifeSection}
+var catalogSets = []text{commonText, overviewText, ordersText, tasksText, ledgerText, reconText, jobsText, authText, resourcesText, searchText,
+	lifeText, lifeSection, readableText}
 
 // catalog is every string the dashboard shows.
 var catalog = merge(catalogSets...)
@@ -26,12 +27,12 @@ var commonText = text{
 	"app.tagline":   {"关单资源释放", "releases of closed orders' holds"},
 	"nav.overview":  {"概览", "Overview"},
 	"nav.orders":    {"订单", "Orders"},
-	"nav.tasks":     {"释放任务", "Release tasks"},
+	"nav.tasks":     {"释放任务", "Tasks"},
 	"nav.inventory": {"库存", "Inventory"},
 	"nav.coupons":   {"优惠券", "Coupons"},
-	"nav.balances":  {"余额与积分", "Balances & points"},
-	"nav.report":    {"日报", "Daily report"},
-	"nav.recon":     {"对账", "Reconciliation"},
+	"nav.balances":  {"余额与积分", "Balances"},
+	"nav.report":    {"日报", "Report"},
+	"nav.recon":     {"对账", "Recon"},
 	"nav.jobs":      {"定时任务", "Jobs"},
 	"nav.main":      {"主导航", "Main navigation"},
 	"print":         {"打印", "Print"},

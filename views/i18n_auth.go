@@ -3,11 +3,11 @@ package views
 // authText is the text of signing in, accounts, API tokens and the audit
 // log, and the codes they show.
 var authText = text{
-	"nav.audit":  {"审计日志", "Audit log"},
+	"nav.audit":  {"审计日志", "Audit"},
 	"nav.users":  {"用户", "Users"},
-	"nav.tokens": {"API 令牌", "API tokens"},
+	"nav.tokens": {"API 令牌", "Tokens"},
 
-	"account.password.link": {"修改密码", "Change password"},
+	"account.password.link": {"修改密码", "Password"},
 	"account.logout":        {"退出登录", "Sign out"},
 	"auth.need.operator":    {"只有运维或管理员可以执行此操作；如需处理，请联系运维。", "Only operations or administrators can do this; ask ops if it needs doing."},
 	"error.forbidden":       {"你的角色无权执行此操作。如确有需要，请联系管理员。", "Your role may not do this. Ask an administrator if you need it."},
@@ -27,7 +27,7 @@ var authText = text{
 	"code.BODY_TOO_LARGE":    {"请求内容过大", "Request too large"},
 	"code.USER_EXISTS":       {"用户名已被占用", "That user name is taken"},
 	"code.BAD_ROLE":          {"没有这种角色，未做任何更改", "There is no such role; nothing was changed"},
-	"code.SELF":              {"不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”", "You cannot change your own role, disable yourself or reset your own password here; use Change password"},
+	"code.SELF":              {"不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”", "You cannot change your own role, disable yourself or reset your own password here; use Password at the top"},
 	"code.LAST_ADMIN":        {"不能停用或降级最后一个启用的管理员", "The last enabled administrator cannot be disabled or demoted"},
 	"code.TOKEN_EXISTS":      {"已有同名的 API 令牌", "An API token with this name exists"},
 	"code.PASSWORD_MISMATCH": {"两次输入的新密码不一致", "The two new passwords differ"},

@@ -48,7 +48,7 @@ var ordersText = text{
 	"orders.q.notask":            {"没有释放任务", "no release task"},
 	"orders.q.notask.deducted":   {"已支付扣减，无需释放", "consumed by payment; nothing to release"},
 	"orders.q.notask.pending":    {"订单未关闭，尚无需释放", "order not closed; nothing to release yet"},
-	"orders.q.times.n":           {"%d 次", "%d time(s)"},
+	"orders.q.times.n":           {"%d 次", "%d"},
 	"orders.q.dups":              {"另有 %d 次重复释放被账本拦下", "%d repeat(s) stopped by the ledger"},
 	"orders.q.rerun_by":          {"人工重跑：%s，原因：%s", "rerun by %s: %s"},
 	"orders.q.ok":                {"对得上", "yes"},
@@ -96,7 +96,7 @@ var ordersText = text{
 	"orders.rerun.submit":       {"重跑 %d 个任务", "Rerun %d task(s)"},
 	"orders.rerun.cancel":       {"取消", "Cancel"},
 
-	"orders.flash.done":            {"%d 个任务已重新排队", "%d task(s) made due"},
+	"orders.flash.done":            {"%d 个任务已重新排队", "Tasks made due: %d"},
 	"orders.flash.nothing":         {"没有可重跑的任务（NOTHING_TO_RERUN）：这个订单没有处于“重试中”或“人工处理”的%s任务，可能已完成或已被他人重跑。", "Nothing to rerun (NOTHING_TO_RERUN): this order has no RETRY or MANUAL %s task; it may be done already, or someone else reran it."},
 	"orders.flash.reason_required": {"请填写重跑原因，未做任何更改。", "Give a reason for the rerun; nothing was changed."},
 	"orders.flash.reason_long":     {"重跑原因最多 %d 字，未做任何更改。", "The reason may be at most %d characters; nothing was changed."},

@@ -72,9 +72,7 @@ func (s *server) auditPage(c *echo.Context) error {
 		return err
 	}
 	for _, e := range rows {
-		v.Rows = append(v.Rows, views.AuditRow{ID: e.ID, At: e.CreatedAt, Actor: e.Actor, Role: e.Role, Action: e.Action,
-			Target: e.Target, TargetURL: s.auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
-			IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent})
+		v.Rows = append(v.Rows, s.auditRow(e, p))
 	}
 	filter := []string{"actor", v.Actor, "action", v.Action, "target", v.Target, "from", v.From, "to", v.To}
 	if f.Before != 0 {
@@ -84,6 +82,32 @@ func (s *server) auditPage(c *echo.Context) error {
 		v.NextURL = views.Query("/audit", append(filter, "before", strconv.FormatInt(next, 10))...)
 	}
 	return render(c, status, views.AuditPage(p, v))
+}
+
+// auditRow is one entry as the pages show it.
+func (s *server) auditRow(e models.AuditEntry, p views.Page) views.AuditRow {
+	return views.AuditRow{ID: e.ID, At: e.CreatedAt, Actor: e.Actor, Role: e.Role, Action: e.Action,
+		Target: e.Target, TargetURL: s.auditTargetURL(e.Target, p.Can("admin")), Reason: e.Reason, Outcome: e.Outcome, Detail: e.Detail,
+		IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent}
+}
+
+// auditEntryPage is GET /audit/{id}: one entry, whole.
+func (s *server) auditEntryPage(c *echo.Context) error {
+	p := s.page(c, "audit.entry.title", "audit")
+	raw := c.Param("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return invalidf("an audit entry id is a positive whole number, not %q", raw)
+	}
+	// The newest entry below id+1 is the entry id, if it exists.
+	rows, _, err := s.store.AuditLog(c.Request().Context(), models.AuditFilter{Before: id + 1, Limit: 1})
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 || rows[0].ID != id {
+		return models.ErrNotFound
+	}
+	return render(c, http.StatusOK, views.AuditEntryPage(p, s.auditRow(rows[0], p)))
 }
 
 // auditTargetURL links an audit target to its page, when it has one that
@@ -96,7 +120,11 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 		if models.ValidOrderNo(no) {
 			return views.OrderURL(no)
 		}
-	case "diff":
+	case "task":
+		if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			return "/tasks/" + rest
+		}
+	case "diff", "ticket":
 		if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
 			return "/recon/diffs/" + rest
 		}
@@ -109,6 +137,14 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 				return tasksURL("/tasks", f)
 			}
 		}
+	case "sku":
+		return "/inventory/" + url.PathEscape(rest)
+	case "coupon":
+		if _, err := strconv.ParseInt(rest, 10, 64); err == nil {
+			return views.Query("/coupons", "coupon", rest)
+		}
+	case "account":
+		return views.Query("/balances", "user", rest)
 	case "job":
 		return "/jobs#job-" + url.PathEscape(rest)
 	case "user":
@@ -118,6 +154,11 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 	case "token":
 		if admin {
 			return "/admin/tokens"
+		}
+	default:
+		// A declared counter's key: "<type>:<key>", with a page of its own.
+		if slices.Contains(s.counters, kind) && rest != "" {
+			return "/resources/" + url.PathEscape(kind) + "/" + url.PathEscape(rest)
 		}
 	}
 	return ""

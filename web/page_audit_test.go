@@ -327,3 +327,40 @@ func TestAuditRerunOnChainPage(t *testing.T) {
 		}
 	})
 }
+
+// Every audit entry has a page of its own with the whole text: the list
+// links to it, the target links to the order it names, the detail is in
+// the viewer's language; an unknown id is a 404, a bad one a 400.
+func TestAuditEntryPage(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedShop(t, b)
+		_, err := b.s.CloseOrder(b.ctx, "held-1", models.TriggerUserCancel, "u1")
+		try(t, "close", err)
+		try(t, "make MANUAL", b.s.W.Exec("UPDATE release_tasks SET status = 'MANUAL' WHERE order_no = 'held-1'").Error)
+		_, err = b.s.Rerun(b.ctx, "held-1", models.ResourceType("inventory"), "root", "库存已修正")
+		try(t, "rerun", err)
+		var id int64
+		try(t, "entry", b.s.R.Raw("SELECT MAX(id) FROM audit_log WHERE action = 'rerun'").Scan(&id).Error)
+		list := getPage(t, b, "/audit", false, http.StatusOK)
+		path := fmt.Sprintf("/audit/%d", id)
+		if !strings.Contains(list, `href="`+path+`"`) {
+			t.Fatalf("the list does not link %s", path)
+		}
+		// Set-up entries link the stock, the account and the coupon they set.
+		for _, href := range []string{`href="/inventory/sku-1"`, `href="/balances?user=u1"`, `href="/coupons?coupon=1"`} {
+			if !strings.Contains(list, href) {
+				t.Errorf("the list has no target link %s", href)
+			}
+		}
+		zh := getPageBoth(t, b, path, "", http.StatusOK)
+		checkText(t, zh, "audit-detail", "1 个任务已重新排队")
+		checkText(t, zh, "audit-reason", "库存已修正")
+		if target := testidElement(zh, "audit-target"); !strings.Contains(target, `href="/orders/held-1"`) {
+			t.Errorf("target does not link its order: %s", target)
+		}
+		en := getPage(t, b, path, true, http.StatusOK)
+		checkText(t, en, "audit-detail", "1 task(s) made due")
+		getPage(t, b, fmt.Sprintf("/audit/%d", id+1000), false, http.StatusNotFound)
+		getPage(t, b, "/audit/x1", false, http.StatusBadRequest)
+	})
+}

@@ -316,7 +316,7 @@ func TestJobsRunNow(t *testing.T) {
 			for i, en := range []bool{false, true} {
 				body := jbGet(t, b, "/jobs", en, http.StatusOK)
 				rows := jbRuns(t, body, "job-ledger_report-runs")
-				want := []string{"成功 node-1 手动：jobs-admin 2026-11-28 (Asia/Shanghai): 0 ledger rows",
+				want := []string{"成功 node-1 手动：jobs-admin 2026-11-28（Asia/Shanghai）：账本 0 行",
 					"OK node-1 manual: jobs-admin 2026-11-28 (Asia/Shanghai): 0 ledger rows"}[i]
 				if len(rows) != 1 || !strings.Contains(rows[0], want) || !strings.HasPrefix(rows[0], "2026-11-29 18:00:00") {
 					t.Errorf("ledger_report rows = %q, want one with %q", rows, want)

@@ -13,8 +13,17 @@ import (
 	"unhold/views"
 )
 
+// reportPage is the report's page model: its times are in the shop's
+// business zone (UNHOLD_TZ), whatever zone the viewer's browser is in, so
+// every viewer's "2026-11-29" is the same day and the same rows.
+func (s *server) reportPage(c *echo.Context) views.Page {
+	p := s.page(c, "report.title", "report")
+	p.Loc = s.loc
+	return p
+}
+
 // reportDay reads the report's day: the date parameter, or today in the
-// viewer's zone; its bounds are that zone's midnights.
+// page's zone (the business zone); its bounds are that zone's midnights.
 func reportDay(c *echo.Context, p views.Page) (day string, from, to time.Time, err error) {
 	day = ledgerParam(c, "date")
 	if day == "" {
@@ -51,7 +60,7 @@ func (s *server) reportRows() []reportRow {
 
 // dailyReport shows one day's ledger totals by resource and type.
 func (s *server) dailyReport(c *echo.Context) error {
-	p := s.page(c, "report.title", "report")
+	p := s.reportPage(c)
 	day, from, to, err := reportDay(c, p)
 	if err != nil {
 		return err
@@ -95,7 +104,7 @@ const utf8BOM = "\xEF\xBB\xBF"
 // dailyReportCSV streams every ledger row of one day, from every ledger,
 // as one CSV: rows are written as they are read, never held in memory.
 func (s *server) dailyReportCSV(c *echo.Context) error {
-	p := s.page(c, "report.title", "report")
+	p := s.reportPage(c)
 	day, from, to, err := reportDay(c, p)
 	if err != nil {
 		return err
@@ -110,16 +119,19 @@ func (s *server) dailyReportCSV(c *echo.Context) error {
 	rc := http.NewResponseController(w)
 	cw := csv.NewWriter(w)
 	cw.UseCRLF = true // RFC 4180
-	header := []string{"资源 resource", "流水号 id", "时间 time (" + p.Loc.String() + ")", "订单号 order_no", "对象 key",
-		"资产或承担方 asset/owner", "类型 type", "触发 trigger", "数量 qty",
-		"可用前 available_before", "可用后 available_after", "占用前 held_before", "占用后 held_after",
-		"已用前 spent_before", "已用后 spent_after", "状态前 status_before", "状态后 status_after", "操作方 actor"}
+	// The header and the codes (resource, owner, type, trigger, status)
+	// are in the page's language, as the report shows them.
+	header := make([]string, len(csvColumns))
+	for i, k := range csvColumns {
+		header[i] = p.T("report.csv." + k)
+	}
+	header[2] = p.Tf("report.csv.time", p.Loc.String())
 	if err := cw.Write(header); err != nil {
 		return err
 	}
 	n := 0
 	err = s.store.EachLedgerRow(c.Request().Context(), from, to, func(f *models.Flow) error {
-		if err := cw.Write(csvRecord(f, s.store.Resource(f.ResourceType), p.Loc)); err != nil {
+		if err := cw.Write(csvRecord(f, s.store.Resource(f.ResourceType), p)); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -131,7 +143,7 @@ func (s *server) dailyReportCSV(c *echo.Context) error {
 	})
 	if err != nil {
 		// The status is sent already; the last line says the file is cut short.
-		_ = cw.Write([]string{"导出中断 export incomplete", csvText(err.Error())})
+		_ = cw.Write([]string{p.T("report.csv.cut"), csvText(err.Error())})
 	}
 	cw.Flush()
 	if err == nil {
@@ -140,11 +152,16 @@ func (s *server) dailyReportCSV(c *echo.Context) error {
 	return err
 }
 
-// csvRecord is one ledger row as CSV cells. Text cells go through csvText;
-// numbers are written as the digits strconv makes, so a negative
-// adjustment stays -5 (a number to a spreadsheet, not a formula) instead
-// of being turned into the text '-5.
-func csvRecord(f *models.Flow, r models.Resource, loc *time.Location) []string {
+// csvColumns name the CSV's columns, as catalog keys under report.csv.
+var csvColumns = []string{"resource", "id", "time", "order", "key", "side", "type", "trigger", "qty",
+	"avail_before", "avail_after", "held_before", "held_after", "spent_before", "spent_after",
+	"status_before", "status_after", "actor"}
+
+// csvRecord is one ledger row as CSV cells, its codes in p's language and
+// its time in p's zone. Text cells go through csvText; numbers are written
+// as the digits strconv makes, so a negative adjustment stays -5 (a number
+// to a spreadsheet, not a formula) instead of being turned into the text '-5.
+func csvRecord(f *models.Flow, r models.Resource, p views.Page) []string {
 	num := strconv.FormatInt
 	side := f.Owner
 	if side == "" && r != nil {
@@ -154,8 +171,8 @@ func csvRecord(f *models.Flow, r models.Resource, loc *time.Location) []string {
 	if f.OrderNo != nil {
 		orderNo = *f.OrderNo
 	}
-	rec := []string{csvText(string(f.ResourceType)), num(f.ID, 10), f.CreatedAt.In(loc).Format("2006-01-02 15:04:05"),
-		csvText(orderNo), csvText(f.BizKey), csvText(side), csvText(string(f.Type)), csvText(string(f.Trigger)), num(f.Qty, 10)}
+	rec := []string{csvText(p.Code(string(f.ResourceType))), num(f.ID, 10), p.Time(f.CreatedAt),
+		csvText(orderNo), csvText(f.BizKey), csvText(p.Code(side)), csvText(p.Code(string(f.Type))), csvText(p.Code(string(f.Trigger))), num(f.Qty, 10)}
 	if r != nil && r.Kind() == models.KindSingle {
 		// Held one at a time: a status moves, no amounts.
 		rec = append(rec, "", "", "", "", "", "")
@@ -163,7 +180,7 @@ func csvRecord(f *models.Flow, r models.Resource, loc *time.Location) []string {
 		rec = append(rec, num(f.AvailBefore, 10), num(f.AvailAfter, 10), num(f.HeldBefore, 10), num(f.HeldAfter, 10),
 			num(f.SpentBefore, 10), num(f.SpentAfter, 10))
 	}
-	return append(rec, csvText(f.StatusBefore), csvText(f.StatusAfter), csvText(f.Actor))
+	return append(rec, csvText(p.Code(f.StatusBefore)), csvText(p.Code(f.StatusAfter)), csvText(f.Actor))
 }
 
 // csvText neutralises a text cell that a spreadsheet would run as a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // formula is an actor a spreadsheet would run as a command.
@@ -55,10 +56,18 @@ func seedReportDay(t *testing.T, b bundle) {
 
 const shanghai = "Asia/Shanghai"
 
+// shanghaiShop is a bundle whose business zone (UNHOLD_TZ) is Shanghai.
+func shanghaiShop(t *testing.T, d models.Dialect) bundle {
+	t.Helper()
+	clock := modelstest.NewClock()
+	s := modelstest.Open(t, d, models.Options{Now: clock.Now})
+	return jbBundle(s, clock, nil, jbShanghai(t))
+}
+
 // The daily report totals a day's flows by resource and type, with the
-// day's bounds in the viewer's zone, and the days around it.
+// day's bounds in the shop's business zone, and the days around it.
 func TestDailyReportTotals(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
+	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
 		body := getPageBoth(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
 		want := map[string]string{
@@ -92,20 +101,41 @@ func TestDailyReportTotals(t *testing.T) {
 		requireText(t, today, "report-total", "当天共 1 行流水。")
 		requireElement(t, today, "report-next", false)
 
-		// In UTC the whole history is the 29th.
-		utc := getPageBoth(t, b, "/reports/daily?date=2026-11-29", "", http.StatusOK)
-		requireText(t, utc, "report-inventory-ADJUST-n", "3")
-		requireText(t, utc, "report-inventory-ADJUST-q", "12")
+		// A viewer whose browser is in UTC sees the same Shanghai days,
+		// and is told which zone they are.
+		utc := getPageBoth(t, b, "/reports/daily?date=2026-11-29", "UTC", http.StatusOK)
+		requireText(t, utc, "report-inventory-ADJUST-n", "2")
+		requireText(t, utc, "report-total", "当天共 22 行流水。")
+		if zone, _ := testidText(utc, "report-zone"); !strings.Contains(zone, "Asia/Shanghai") {
+			t.Errorf("the report does not say its zone: %q", zone)
+		}
 	})
 }
 
-// The CSV of a day is every ledger row of that day: UTF-8 with a BOM, a
-// Chinese and English header, RFC 4180 quoting, formula cells neutralised
-// and plain negative numbers left alone.
-func TestDailyReportCSV(t *testing.T) {
+// A shop whose business zone is UTC has the whole history on the 29th,
+// for a viewer in Shanghai too.
+func TestDailyReportBusinessZone(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
-		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "en", shanghai)
+		body := getPageBoth(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
+		requireText(t, body, "report-inventory-ADJUST-n", "3")
+		requireText(t, body, "report-inventory-ADJUST-q", "12")
+		requireText(t, body, "report-range", "2026-11-29 00:00:00 至 2026-11-30 00:00:00（UTC）")
+		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "zh", shanghai)
+		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
+		if err != nil || len(records) != 24 || records[0][2] != "时间（UTC）" {
+			t.Fatalf("csv of the UTC day: %v, %d records, header %q", err, len(records), records[0])
+		}
+	})
+}
+
+// The CSV of a day is every ledger row of that day in the business zone:
+// UTF-8 with a BOM, header and codes in the viewer's language, RFC 4180
+// quoting, formula cells neutralised and plain negative numbers left alone.
+func TestDailyReportCSV(t *testing.T) {
+	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
+		seedReportDay(t, b)
+		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "en", "UTC")
 		if rec.Code != http.StatusOK {
 			t.Fatalf("csv = %d %s", rec.Code, rec.Body)
 		}
@@ -127,7 +157,7 @@ func TestDailyReportCSV(t *testing.T) {
 			t.Fatalf("parse back: %v", err)
 		}
 		header := records[0]
-		if header[0] != "资源 resource" || header[2] != "时间 time (Asia/Shanghai)" || header[len(header)-1] != "操作方 actor" {
+		if header[0] != "Resource" || header[2] != "Time (Asia/Shanghai)" || header[len(header)-1] != "Actor" {
 			t.Fatalf("header %q", header)
 		}
 		rows := records[1:]
@@ -142,28 +172,32 @@ func TestDailyReportCSV(t *testing.T) {
 				planted = r
 			}
 		}
-		if fmt.Sprint(byResource) != "map[balance:3 coupon:6 inventory:6 points:1 quota:3 slot:3]" {
+		if fmt.Sprint(byResource) != "map[Activity quota:3 Balance:3 Coupon:6 Points:1 Seat / slot:3 Stock:6]" {
 			t.Fatalf("rows by resource %v", byResource)
 		}
 		if planted == nil || planted[len(planted)-1] != "'"+formula || planted[4] != "sku-2" || planted[8] != "5" {
 			t.Fatalf("planted formula row %q", planted)
 		}
 		if !strings.HasPrefix(rows[0][2], "2026-11-29 18:00:00") {
-			t.Fatalf("time not in the viewer's zone: %q", rows[0][2])
+			t.Fatalf("time not in the business zone: %q", rows[0][2])
 		}
 		for _, r := range rows {
-			if r[0] == "coupon" && r[5] != "PLATFORM" && r[5] != "MERCHANT" {
+			if r[0] == "Coupon" && r[5] != "PLATFORM" && r[5] != "MERCHANT" {
 				t.Fatalf("coupon row without its owner: %q", r)
 			}
 		}
 
-		next := servePage(b, "/reports/daily.csv?date=2026-11-30", "zh", shanghai)
+		next := servePage(b, "/reports/daily.csv?date=2026-11-30", "zh", "UTC")
 		records, err = csv.NewReader(bytes.NewReader(next.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 2 {
 			t.Fatalf("the 30th: %v, %q", err, records)
 		}
-		// A negative adjustment is a number, not a neutralised formula.
-		if r := records[1]; r[6] != "ADJUST" || r[8] != "-3" || r[9] != "9" || r[10] != "6" {
+		// A negative adjustment is a number, not a neutralised formula;
+		// codes are in the viewer's language.
+		if r := records[0]; r[0] != "资源" || r[2] != "时间（Asia/Shanghai）" {
+			t.Fatalf("Chinese header %q", r)
+		}
+		if r := records[1]; r[0] != "库存" || r[6] != "调整" || r[7] != "初始化/调整" || r[8] != "-3" || r[9] != "9" || r[10] != "6" {
 			t.Fatalf("decrease row %q", r)
 		}
 		empty := servePage(b, "/reports/daily.csv?date=2026-11-28", "zh", shanghai)

@@ -373,7 +373,7 @@ func TestUsersSelfRefused(t *testing.T) {
 		}{
 			{userPath(root.ID, "disable"), nil, false, "不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”"},
 			{userPath(root.ID, "role"), url.Values{"role": {"operator"}}, false, "不能在这里修改自己的角色、停用自己或重置自己的密码；请用“修改密码”"},
-			{userPath(root.ID, "reset"), url.Values{"password": {""}}, true, "You cannot change your own role, disable yourself or reset your own password here; use Change password"},
+			{userPath(root.ID, "reset"), url.Values{"password": {""}}, true, "You cannot change your own role, disable yourself or reset your own password here; use Password at the top"},
 		} {
 			wantFlash(t, b, postForm(b, c.path, c.form, c.en), c.en, "/admin/users", false, c.want)
 		}

@@ -58,6 +58,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/jobs", gateViewer, s.jobsPage)
 	add(post, "/jobs/:name/run", gateOperator, s.jobRunNow)
 	add(get, "/audit", gateViewer, s.auditPage)
+	add(get, "/audit/:id", gateViewer, s.auditEntryPage)
 	add(get, "/search", gateViewer, s.search)
 
 	// Administration.
