@@ -17,8 +17,8 @@ var linksText = text{
 	"links.release.help": {"释放情况取最需要处理的一项：有任务需人工处理 → 需人工处理；否则有任务在重试 → 重试中；否则有任务待执行 → 释放中；否则仍有占用 → 占用中（待支付订单，或任务结束后仍未释放）；否则有释放过 → 已全部释放；否则 → 无占用（未占用任何资源，或已全部随支付扣减）。",
 		"The release shows what most needs a look: a task MANUAL → MANUAL; else a task retrying → RETRY; else a task waiting to run → releasing; else something still held → holding (an unpaid order, or a hold its finished tasks left); else something released → all released; else → nothing held (the order held nothing, or paid for all of it)."},
 
-	"links.orders.total":      {"共 %s 单", "%s orders in all"},
-	"links.orders.total.over": {"超过 %s 单", "More than %s orders"},
+	"links.orders.total":      {"共 %s 单", "Orders: %s"},
+	"links.orders.total.over": {"超过 %s 单", "Orders: more than %s"},
 
 	"links.task":        {"任务 #%d", "task #%d"},
 	"links.ticket":      {"工单 #%d", "ticket #%d"},
