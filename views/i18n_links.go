@@ -18,6 +18,8 @@ var linksText = text{
 		"The release shows what most needs a look: a task MANUAL → MANUAL; else a task retrying → RETRY; else a task waiting to run → releasing; else something still held → holding (an unpaid order, or a hold its finished tasks left); else something released → all released; else → nothing held (the order held nothing, or paid for all of it)."},
 
 	"links.orders.total":      {"共 %s 单", "Orders: %s"},
+	"links.skus.total":        {"共 %s 个 SKU", "SKUs: %s"},
+	"links.skus.total.over":   {"超过 %s 个 SKU", "SKUs: more than %s"},
 	"links.orders.total.over": {"超过 %s 单", "Orders: more than %s"},
 
 	"links.task":        {"任务 #%d", "task #%d"},

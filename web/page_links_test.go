@@ -248,3 +248,16 @@ func TestUserPage(t *testing.T) {
 		}
 	})
 }
+
+// The SKU list says how many SKUs its prefix selects.
+func TestInventoryTotal(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for _, sku := range []string{"sku-1", "sku-2", "x-1"} {
+			_, err := b.s.SetStock(b.ctx, sku, 1, 0, "test")
+			try(t, "stock", err)
+		}
+		requireText(t, getPageBoth(t, b, "/inventory", "", http.StatusOK), "inv-total", "共 3 个 SKU")
+		requireText(t, getPageBoth(t, b, "/inventory?prefix=sku", "", http.StatusOK), "inv-total", "共 2 个 SKU")
+		requireText(t, getPage(t, b, "/inventory?prefix=sku", true, http.StatusOK), "inv-total", "SKUs: 2")
+	})
+}
