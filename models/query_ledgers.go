@@ -53,32 +53,48 @@ func (s SKUStatus) TotalOK() bool { return s.Total() == s.Adjusted }
 type SKUQuery struct {
 	Prefix, After string
 	Limit         int
+	// Count asks for Total: the SKUs the prefix selects, counted up to
+	// Count (OrderCountCap on the pages); 0 counts nothing.
+	Count int
 }
 
 // SKUPage is one page of SKUs; Next is the After of the next page, "" on
-// the last one.
+// the last one. Total counts the SKUs the prefix selects when the query
+// asked; when there are more than its Count, Total is Count and Over is set.
 type SKUPage struct {
-	SKUs []SKUStatus
-	Next string
+	SKUs  []SKUStatus
+	Next  string
+	Total int64
+	Over  bool
 }
 
 // ListSKUs reads one page of SKUs by the primary key and reconciles just
-// those SKUs.
+// those SKUs, and with q.Count counts the SKUs the prefix selects.
 func (s *Store) ListSKUs(ctx context.Context, q SKUQuery) (SKUPage, error) {
 	limit := pageLimit(q.Limit)
 	db := s.R.WithContext(ctx).Model(&SKU{})
-	if q.After != "" {
-		db = db.Where("sku_id > ?", q.After)
-	}
 	if q.Prefix != "" {
 		cond, args := prefixCond(s.Dialect, "sku_id", q.Prefix)
 		db = db.Where(cond, args...)
+	}
+	var page SKUPage
+	if q.Count > 0 {
+		// The primary key's range, read up to Count+1 entries.
+		sub := db.Session(&gorm.Session{}).Select("1").Limit(q.Count + 1)
+		if err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM (?) n", sub).Scan(&page.Total).Error; err != nil {
+			return SKUPage{}, fmt.Errorf("count skus: %w", err)
+		}
+		if page.Total > int64(q.Count) {
+			page.Total, page.Over = int64(q.Count), true
+		}
+	}
+	if q.After != "" {
+		db = db.Where("sku_id > ?", q.After)
 	}
 	var skus []SKU
 	if err := db.Order("sku_id").Limit(limit + 1).Find(&skus).Error; err != nil {
 		return SKUPage{}, fmt.Errorf("list skus: %w", err)
 	}
-	var page SKUPage
 	if len(skus) > limit {
 		skus = skus[:limit]
 		page.Next = skus[limit-1].SkuID

@@ -13,52 +13,73 @@ import (
 // OrderQuery is one search of the orders list. Each filter is backed by an
 // index: order_no (unique), (user_id, created_at), (status, created_at, id)
 // and (created_at); the page is a keyset after After in (created_at, id).
+// A release state is read through the orders' own tasks and holds (see
+// releaseStateSQL); MANUAL, RETRY and RELEASING start from the tasks of
+// that status (index (status, created_at, id)), which are few.
 type OrderQuery struct {
 	OrderNo string
 	UserID  string
 	Status  OrderStatus
+	Release ReleaseState
 	// From and To bound created_at to [From, To); a zero time leaves that side open.
 	From, To time.Time
 	// Oldest lists the oldest first; the newest come first otherwise.
 	Oldest bool
 	After  Cursor
 	Limit  int
+	// Count asks for Total: how many orders the filters select, counted
+	// up to Count (OrderCountCap on the pages); 0 counts nothing.
+	Count int
 }
 
+// OrderCountCap is the most orders a page counts: past it the page says
+// "more than OrderCountCap" instead of reading every order.
+const OrderCountCap = 10_000
+
 // OrderPage is one page of orders and where the next one starts; Next is
-// the zero Cursor on the last page.
+// the zero Cursor on the last page. Release is each order's release state,
+// by order number. Total is how many orders the filters select when the
+// query asked for it, the query's Count and Over when there are more.
 type OrderPage struct {
-	Orders []Order
-	Next   Cursor
+	Orders  []Order
+	Release map[string]ReleaseState
+	Next    Cursor
+	Total   int64
+	Over    bool
 }
 
 // DefaultPageSize is how many rows a dashboard list shows at once.
 const DefaultPageSize = 50
 
-// ListOrders reads one page of orders. The keyset condition is written as
-// a range on created_at plus a tie-break on id, so both engines seek into
-// the created_at index instead of scanning to the cursor.
-func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error) {
-	limit := q.Limit
-	if limit <= 0 || limit > 500 {
-		limit = DefaultPageSize
-	}
-	db := s.R.WithContext(ctx).Model(&Order{})
+// orderFilters applies q's filters, the cursor aside, to a read of orders.
+func orderFilters(db *gorm.DB, q OrderQuery) *gorm.DB {
 	if q.OrderNo != "" {
-		db = db.Where("order_no = ?", q.OrderNo)
+		db = db.Where("orders.order_no = ?", q.OrderNo)
 	}
 	if q.UserID != "" {
-		db = db.Where("user_id = ?", q.UserID)
+		db = db.Where("orders.user_id = ?", q.UserID)
 	}
 	if q.Status != "" {
-		db = db.Where("status = ?", q.Status)
+		db = db.Where("orders.status = ?", q.Status)
 	}
 	if !q.From.IsZero() {
-		db = db.Where("created_at >= ?", q.From.UTC())
+		db = db.Where("orders.created_at >= ?", q.From.UTC())
 	}
 	if !q.To.IsZero() {
-		db = db.Where("created_at < ?", q.To.UTC())
+		db = db.Where("orders.created_at < ?", q.To.UTC())
 	}
+	if q.Release != "" {
+		if st := q.Release.taskStatus(); st != "" {
+			db = db.Where("orders.order_no IN (SELECT order_no FROM release_tasks WHERE status = ?)", st)
+		}
+		db = db.Where(releaseStateSQL("orders.order_no")+" = ?", q.Release)
+	}
+	return db
+}
+
+// ordersPage reads, from orders filtered by db, the page after q.After:
+// limit+1 orders with their release states.
+func ordersPage(db *gorm.DB, q OrderQuery, limit int) *gorm.DB {
 	dir := "DESC"
 	if q.Oldest {
 		dir = "ASC"
@@ -66,20 +87,61 @@ func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error)
 	if q.After.ID != 0 {
 		at := q.After.At.UTC()
 		if q.Oldest {
-			db = db.Where("created_at >= ? AND (created_at > ? OR id > ?)", at, at, q.After.ID)
+			db = db.Where("orders.created_at >= ? AND (orders.created_at > ? OR orders.id > ?)", at, at, q.After.ID)
 		} else {
-			db = db.Where("created_at <= ? AND (created_at < ? OR id < ?)", at, at, q.After.ID)
+			db = db.Where("orders.created_at <= ? AND (orders.created_at < ? OR orders.id < ?)", at, at, q.After.ID)
 		}
 	}
-	var rows []Order
-	if err := db.Order("created_at " + dir + ", id " + dir).Limit(limit + 1).Find(&rows).Error; err != nil {
+	return db.Select("orders.*, " + releaseStateSQL("orders.order_no") + " AS release_state").
+		Order("orders.created_at " + dir + ", orders.id " + dir).Limit(limit + 1)
+}
+
+// ListOrders reads one page of orders with their release states, and with
+// q.Count how many the filters select, in one snapshot. The keyset
+// condition is written as a range on created_at plus a tie-break on id, so
+// both engines seek into the created_at index instead of scanning to the
+// cursor.
+func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error) {
+	limit := q.Limit
+	if limit <= 0 || limit > 500 {
+		limit = DefaultPageSize
+	}
+	if q.Release != "" {
+		if _, err := ParseReleaseState(string(q.Release)); err != nil {
+			return OrderPage{}, err
+		}
+	}
+	type row struct {
+		Order        `gorm:"embedded"`
+		ReleaseState ReleaseState
+	}
+	var rows []row
+	var page OrderPage
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		if q.Count > 0 {
+			sub := orderFilters(tx.Table("orders").Select("1"), q).Limit(q.Count + 1)
+			if err := tx.Raw("SELECT COUNT(*) FROM (?) n", sub).Scan(&page.Total).Error; err != nil {
+				return fmt.Errorf("count: %w", err)
+			}
+		}
+		return ordersPage(orderFilters(tx.Table("orders"), q), q, limit).Scan(&rows).Error
+	})
+	if err != nil {
 		return OrderPage{}, fmt.Errorf("list orders: %w", err)
 	}
-	page := OrderPage{Orders: rows}
+	if q.Count > 0 && page.Total > int64(q.Count) {
+		page.Total, page.Over = int64(q.Count), true
+	}
 	if len(rows) > limit {
-		page.Orders = rows[:limit]
+		rows = rows[:limit]
 		last := rows[limit-1]
 		page.Next = Cursor{At: last.CreatedAt, ID: last.ID}
+	}
+	page.Orders = make([]Order, len(rows))
+	page.Release = make(map[string]ReleaseState, len(rows))
+	for i, r := range rows {
+		page.Orders[i] = r.Order
+		page.Release[r.OrderNo] = r.ReleaseState
 	}
 	return page, nil
 }

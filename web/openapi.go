@@ -124,6 +124,7 @@ var apiOps = map[string]apiOp{
 			{Name: "no", Desc: "an order number", Schema: orderNoSchema},
 			{Name: "user", Desc: "a user", Schema: keySchema},
 			{Name: "status", Desc: "an order status", Schema: enumSchema(models.OrderStatuses)},
+			{Name: "release", Desc: "a release state (models.ReleaseState)", Schema: enumSchema(models.ReleaseStates)},
 			{Name: "from", Desc: "created on or after this day, in the server's time zone", Schema: daySchema},
 			{Name: "to", Desc: "created on or before this day, in the server's time zone", Schema: daySchema},
 			sortParam(), afterParam("a (created_at, id) cursor"), limitParam(models.DefaultPageSize, maxListLimit),

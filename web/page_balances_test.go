@@ -27,29 +27,29 @@ func TestBalancesFreezeAndRelease(t *testing.T) {
 		try(t, "place", err)
 
 		held := getPageBoth(t, b, "/balances?user=u1", "", http.StatusOK)
-		requireText(t, held, "bal-BALANCE-available", "700")
-		requireText(t, held, "bal-BALANCE-frozen", "300")
-		requireText(t, held, "bal-POINTS-frozen", "20")
-		requireText(t, held, "bal-BALANCE-spent", "0")
+		requireText(t, held, "bal-BALANCE-available", "7.00 元")
+		requireText(t, held, "bal-BALANCE-frozen", "3.00 元")
+		requireText(t, held, "bal-POINTS-frozen", "20 积分")
+		requireText(t, held, "bal-BALANCE-spent", "0.00 元")
 
 		b.clock.Advance(time.Minute)
 		_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerTimeout, "timeout")
 		try(t, "close", err)
 		drain(t, b)
 		body := getPageBoth(t, b, "/balances?user=u1&asset=BALANCE", "", http.StatusOK)
-		requireText(t, body, "bal-BALANCE-available", "1,000")
-		requireText(t, body, "bal-BALANCE-frozen", "0")
+		requireText(t, body, "bal-BALANCE-available", "10.00 元")
+		requireText(t, body, "bal-BALANCE-frozen", "0.00 元")
 		rows := ledRows(body, "flow-")
 		if len(rows) != 3 {
 			t.Fatalf("balance ledger has %d rows, want 3 (credit, freeze, release)", len(rows))
 		}
 		release, freeze := ledElement(body, rows[0]), ledElement(body, rows[1])
-		for _, want := range []string{"释放", "超时关单", `href="/orders/o-1"`, "700 → <strong>1,000</strong>", "300 → <strong>0</strong>"} {
+		for _, want := range []string{"释放", "超时关单", `href="/orders/o-1"`, "7.00 元 → <strong>10.00 元</strong>", "3.00 元 → <strong>0.00 元</strong>"} {
 			if !strings.Contains(release, want) {
 				t.Fatalf("release row lacks %q:\n%s", want, release)
 			}
 		}
-		for _, want := range []string{"锁定", "下单", "1,000 → <strong>700</strong>", "0 → <strong>300</strong>"} {
+		for _, want := range []string{"锁定", "下单", "10.00 元 → <strong>7.00 元</strong>", "0.00 元 → <strong>3.00 元</strong>"} {
 			if !strings.Contains(freeze, want) {
 				t.Fatalf("freeze row lacks %q:\n%s", want, freeze)
 			}

@@ -22,11 +22,13 @@ func (s *server) inventoryList(c *echo.Context) error {
 	if after != "" && !models.ValidKey(after) {
 		return invalidf("after %q is not a SKU id; use the page links", after)
 	}
-	page, err := s.store.ListSKUs(c.Request().Context(), models.SKUQuery{Prefix: prefix, After: after, Limit: ledgerPageSize})
+	page, err := s.store.ListSKUs(c.Request().Context(), models.SKUQuery{Prefix: prefix, After: after,
+		Limit: ledgerPageSize, Count: models.OrderCountCap})
 	if err != nil {
 		return err
 	}
-	v := views.InventoryView{Prefix: prefix, Rows: make([]views.InventoryRow, 0, len(page.SKUs))}
+	v := views.InventoryView{Prefix: prefix, Total: page.Total, Over: page.Over,
+		Rows: make([]views.InventoryRow, 0, len(page.SKUs))}
 	for _, k := range page.SKUs {
 		v.Rows = append(v.Rows, inventoryRow(k))
 	}

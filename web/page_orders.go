@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -23,18 +24,17 @@ func (s *server) ordersList(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	q.Count = models.OrderCountCap
 	page, err := s.store.ListOrders(c.Request().Context(), q)
 	if err != nil {
 		return err
 	}
-	v := views.OrdersList{Filter: f, Rows: make([]views.OrderRow, 0, len(page.Orders))}
+	v := views.OrdersList{Filter: f, Rows: orderRows(page), Total: page.Total, Over: page.Over}
 	for _, st := range models.OrderStatuses {
 		v.Statuses = append(v.Statuses, string(st))
 	}
-	for _, o := range page.Orders {
-		v.Rows = append(v.Rows, views.OrderRow{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status),
-			CloseReason: o.CloseReason, LatePaid: o.LatePaid, Created: o.CreatedAt, PayDeadline: o.PayDeadline,
-			Paid: o.PaidAt, Closed: o.ClosedAt})
+	for _, st := range models.ReleaseStates {
+		v.Releases = append(v.Releases, string(st))
 	}
 	if page.Next.ID != 0 {
 		v.NextURL = f.URL(page.Next.String())
@@ -45,6 +45,17 @@ func (s *server) ordersList(c *echo.Context) error {
 	return render(c, http.StatusOK, views.OrdersPage(p, v))
 }
 
+// orderRows maps a page of orders, with their release states, to the list's rows.
+func orderRows(page models.OrderPage) []views.OrderRow {
+	rows := make([]views.OrderRow, 0, len(page.Orders))
+	for _, o := range page.Orders {
+		rows = append(rows, views.OrderRow{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status),
+			Release: string(page.Release[o.OrderNo]), CloseReason: o.CloseReason, LatePaid: o.LatePaid,
+			Created: o.CreatedAt, PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt})
+	}
+	return rows
+}
+
 // trimPastedInput removes what a copy and paste brings around a number: spaces
 // (full-width ones too), tabs, line breaks and zero-width characters.
 func trimPastedInput(s string) string {
@@ -53,17 +64,18 @@ func trimPastedInput(s string) string {
 	})
 }
 
-// parseOrdersQuery reads the list's filters; a bad one is a 400 that says
+// parseOrdersQuery reads the list's filters (release: a models.ReleaseState); a bad one is a 400 that says
 // what it should look like. Dates are days in the viewer's time zone, both
 // ends included.
 func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, models.OrderQuery, error) {
 	f := views.OrdersFilter{
-		No:     trimPastedInput(c.QueryParam("no")),
-		User:   trimPastedInput(c.QueryParam("user")),
-		Status: strings.TrimSpace(c.QueryParam("status")),
-		From:   strings.TrimSpace(c.QueryParam("from")),
-		To:     strings.TrimSpace(c.QueryParam("to")),
-		Sort:   c.QueryParam("sort"),
+		No:      trimPastedInput(c.QueryParam("no")),
+		User:    trimPastedInput(c.QueryParam("user")),
+		Status:  strings.TrimSpace(c.QueryParam("status")),
+		Release: strings.TrimSpace(c.QueryParam("release")),
+		From:    strings.TrimSpace(c.QueryParam("from")),
+		To:      strings.TrimSpace(c.QueryParam("to")),
+		Sort:    c.QueryParam("sort"),
 	}
 	q := models.OrderQuery{OrderNo: f.No, UserID: f.User, Limit: models.DefaultPageSize}
 	if f.No != "" && !models.ValidOrderNo(f.No) {
@@ -78,6 +90,13 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 			return f, q, err
 		}
 		q.Status = st
+	}
+	if f.Release != "" {
+		st, err := models.ParseReleaseState(f.Release)
+		if err != nil {
+			return f, q, err
+		}
+		q.Release = st
 	}
 	day := func(name, v string) (time.Time, error) {
 		if v == "" {
@@ -133,17 +152,50 @@ func (s *server) orderChain(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ch, diffs, err := s.store.OrderChainReconciled(c.Request().Context(), no)
+	ctx := c.Request().Context()
+	ch, diffs, err := s.store.OrderChainReconciled(ctx, no)
 	if err != nil {
 		return s.orderNotFound(c, no, err)
 	}
-	v := s.chainView(ch, diffs)
+	var tickets []models.OpenTicket
+	if len(diffs) > 0 {
+		keys := make([]models.ResourceKey, 0, len(diffs))
+		for _, d := range diffs {
+			keys = append(keys, models.ResourceKey{Type: d.Resource, Key: d.Key})
+		}
+		if tickets, err = s.store.OpenTickets(ctx, keys); err != nil {
+			return err
+		}
+	}
+	v := s.chainView(ch, diffs, tickets)
 	v.Print = c.QueryParam("print") != ""
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 
-// chainView maps an order's chain and its keys' reconciliation to the page.
-func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainView {
+// flowURL is a ledger row's line on its key's page, "" when the key has
+// none: a counter ledger's page starting at the row (its pages list rows
+// below after, newest first), a coupon's ledger (a coupon has a few rows),
+// anchored at the row either way.
+func (s *server) flowURL(t models.ResourceType, key string, id int64) string {
+	page := s.store.KeyPage(t, key)
+	switch {
+	case page == "":
+		return ""
+	case t == models.ResCoupon:
+		return page + "#" + views.CouponFlowAnchor(id)
+	}
+	sep := "?"
+	if strings.Contains(page, "?") {
+		sep = "&"
+	}
+	return page + sep + "after=" + strconv.FormatInt(id+1, 10) + "#" + views.FlowAnchor(id)
+}
+
+// chainView maps an order's chain, its keys' reconciliation and the
+// unresolved tickets of the keys that do not reconcile to the page. A diff
+// links to its check's ticket, or to any unresolved ticket of its key when
+// none is of its check.
+func (s *server) chainView(ch *models.Chain, diffs []models.Diff, tickets []models.OpenTicket) views.ChainView {
 	o := ch.Order
 	v := views.ChainView{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status), CloseReason: o.CloseReason,
 		ChannelTxnID: o.ChannelTxnID, Note: o.Note, LatePaid: o.LatePaid, Created: o.CreatedAt,
@@ -165,14 +217,29 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 	for _, f := range ch.Flows {
 		if f.Type == models.FlowRelease {
 			k := key{f.ResourceType, f.BizKey}
-			releases[k] = append(releases[k], views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty,
-				Trigger: string(f.Trigger), Actor: f.Actor, At: f.CreatedAt})
+			releases[k] = append(releases[k], views.ChainRelease{FlowID: f.ID, URL: s.flowURL(f.ResourceType, f.BizKey, f.ID),
+				Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger), Actor: f.Actor, At: f.CreatedAt})
+		}
+	}
+	ticketOf, anyTicket := map[key]map[string]int64{}, map[key]int64{}
+	for _, tk := range tickets {
+		k := key{tk.Type, tk.Key}
+		if ticketOf[k] == nil {
+			ticketOf[k] = map[string]int64{}
+		}
+		ticketOf[k][tk.Check] = tk.ID
+		if anyTicket[k] == 0 {
+			anyTicket[k] = tk.ID
 		}
 	}
 	diffsOf := map[key][]views.ChainDiff{}
 	for _, d := range diffs {
 		k := key{d.Resource, d.Key}
-		diffsOf[k] = append(diffsOf[k], views.ChainDiff{Check: d.Check, Expected: d.Expected, Actual: d.Actual})
+		id := ticketOf[k][d.Check]
+		if id == 0 {
+			id = anyTicket[k]
+		}
+		diffsOf[k] = append(diffsOf[k], views.ChainDiff{Check: d.Check, Expected: d.Expected, Actual: d.Actual, Ticket: id})
 	}
 	holds := append([]models.Hold{}, ch.Holds...)
 	sort.SliceStable(holds, func(i, j int) bool {
@@ -207,6 +274,15 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff) views.ChainVie
 		r := s.store.Resource(t)
 		return r != nil && r.Kind() == models.KindRemote
 	})
+	for i := range v.Timeline {
+		e := &v.Timeline[i]
+		if e.Key != "" {
+			e.KeyURL = s.store.KeyPage(models.ResourceType(e.Resource), e.Key)
+		}
+		if e.Kind == views.EventFlow {
+			e.RefURL = s.flowURL(models.ResourceType(e.Resource), e.Key, e.ID)
+		}
+	}
 	return v
 }
 
@@ -247,7 +323,7 @@ func chainTimeline(ch *models.Chain, remote func(models.ResourceType) bool) []vi
 		if remote(f.ResourceType) {
 			counter, answer = false, f.StatusAfter
 		}
-		add(1, f.ID, views.ChainEvent{At: f.CreatedAt, Kind: views.EventFlow, Code: string(f.Type),
+		add(1, f.ID, views.ChainEvent{At: f.CreatedAt, Kind: views.EventFlow, Code: string(f.Type), ID: f.ID,
 			Resource: string(f.ResourceType), Key: f.BizKey, Ref: fmt.Sprintf("#%d", f.ID), Trigger: string(f.Trigger),
 			Actor: f.Actor, Qty: f.Qty, Epoch: f.Epoch, Counter: counter, Answer: answer,
 			AvailBefore: f.AvailBefore, AvailAfter: f.AvailAfter, HeldBefore: f.HeldBefore, HeldAfter: f.HeldAfter,
@@ -256,7 +332,8 @@ func chainTimeline(ch *models.Chain, remote func(models.ResourceType) bool) []vi
 	for _, t := range ch.Tasks {
 		for _, a := range t.AttemptLog {
 			add(2, a.ID, views.ChainEvent{At: a.FinishedAt, Kind: views.EventAttempt, Code: a.Outcome,
-				Resource: string(a.ResourceType), Key: t.BizKey, Ref: fmt.Sprintf("#%d", a.ID), Actor: "worker:" + a.Worker,
+				Resource: string(a.ResourceType), Key: t.BizKey, Ref: fmt.Sprintf("#%d", a.ID), RefURL: views.TaskURL(t.ID),
+				Actor: "worker:" + a.Worker,
 				Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, Op: string(t.Op)})
 		}
 	}

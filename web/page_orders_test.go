@@ -109,9 +109,9 @@ func TestOrderChainManualInventory(t *testing.T) {
 		inv := testidElement(body, "resource-inventory-sku-1")
 		checks := map[string]string{
 			"q-held":       "是 × 2",
-			"q-released":   "否 人工处理 锁定量不足",
+			"q-released":   "否 人工处理 锁定量不足 任务 #3",
 			"q-times":      "0 次",
-			"q-reconciles": "对不上 总量守恒：账本 10，实有 8 占用量：应为 2，实为 0",
+			"q-reconciles": "对不上 总量守恒：账本 10，实有 8 尚无工单：下次对账会开出 占用量：应为 2，实为 0 尚无工单：下次对账会开出",
 		}
 		for id, want := range checks {
 			if got := markupText(testidElement(inv, id)); got != want {
@@ -119,7 +119,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 			}
 		}
 		coupon := testidElement(body, fmt.Sprintf("resource-coupon-%d", cp))
-		if got := markupText(testidElement(coupon, "q-released")); got != "是 × 1 释放任务 已完成" {
+		if got := markupText(testidElement(coupon, "q-released")); got != "是 × 1 释放任务 已完成 任务 #2" {
 			t.Errorf("coupon released = %q", got)
 		}
 		if got := markupText(testidElement(coupon, "q-times")); got != "1 次" {
@@ -145,7 +145,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 		if got := markupText(testidElement(en, "rerun-inventory")); got != "Rerun Stock (1 task(s))" {
 			t.Errorf("English Rerun button = %q", got)
 		}
-		if got := markupText(testidElement(testidElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 held: expected 2, actual 0" {
+		if got := markupText(testidElement(testidElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 no ticket yet: the next reconciliation opens one held: expected 2, actual 0 no ticket yet: the next reconciliation opens one" {
 			t.Errorf("English reconciles = %q", got)
 		}
 	})

@@ -58,7 +58,7 @@ func (s *server) search(c *echo.Context) error {
 func (s *server) searchRow(g models.SearchGroup, h models.SearchHit) views.SearchRow {
 	r := views.SearchRow{Key: h.Key, Status: h.Status}
 	orderURL := func(no string) string { return "/orders/" + url.PathEscape(no) }
-	ordersOf := func(uid string) string { return views.Query("/orders", "user", uid) }
+	userURL := views.UserURL // a user links to their page: orders and accounts
 	link := func(label, code, text, to string) {
 		if text != "" {
 			r.Links = append(r.Links, views.SearchLink{Label: label, Code: code, Text: text, URL: to})
@@ -70,14 +70,14 @@ func (s *server) searchRow(g models.SearchGroup, h models.SearchHit) views.Searc
 	switch g.Kind {
 	case models.SearchOrder:
 		r.URL = orderURL(h.Key)
-		link("search.user", "", h.UserID, ordersOf(h.UserID))
+		link("search.user", "", h.UserID, userURL(h.UserID))
 	case models.SearchUser:
-		r.URL = ordersOf(h.Key)
+		r.URL = userURL(h.Key)
 	case models.SearchAccount:
 		r.URL = views.Query("/balances", "user", h.Key)
 	case models.SearchCoupon:
 		r.URL = s.store.KeyPage(models.ResCoupon, h.Key)
-		link("search.user", "", h.UserID, ordersOf(h.UserID))
+		link("search.user", "", h.UserID, userURL(h.UserID))
 		if h.OrderNo != "" {
 			link("search.order", "", h.OrderNo, orderURL(h.OrderNo))
 		}

@@ -70,7 +70,7 @@ func TestSearchRedirectsAnExactMatch(t *testing.T) {
 		redirects("ab-sku-1", "/inventory/Ab-sku-1")
 		redirects("AB-BOX", "/resources/gift_wrap/aB-box")
 		// One hit in all, though not exact.
-		redirects("xy-u", "/orders?user=xy-u2")
+		redirects("xy-u", "/users/xy-u2")
 
 		cp, err := b.s.CreateCoupon(b.ctx, "xy-u2", models.CouponPlatform, b.clock.Now().Add(48*time.Hour), "test")
 		try(t, "coupon", err)
@@ -106,7 +106,7 @@ func TestSearchListsHitsByKind(t *testing.T) {
 			t.Errorf("hits %q, want %q", got, want)
 		}
 		for id, href := range map[string]string{
-			"search-group-order": "/orders/AB-100", "search-group-user": "/orders?user=AB-u1",
+			"search-group-order": "/orders/AB-100", "search-group-user": "/users/AB-u1",
 			"search-group-account": "/balances?user=AB-u1", "search-group-sku": "/inventory/Ab-sku-1",
 			"search-group-gift_wrap": "/resources/gift_wrap/aB-box",
 		} {

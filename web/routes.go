@@ -45,6 +45,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/inventory/:sku_id", gateViewer, s.skuLedger)
 	add(get, "/coupons", gateViewer, s.couponLedger)
 	add(get, "/balances", gateViewer, s.balanceLedger)
+	add(get, "/users/:id", gateViewer, s.userPage)
 	add(get, "/resources/:type", gateViewer, s.resourceList)
 	add(get, "/resources/:type/:key", gateViewer, s.resourceKey)
 	add(post, "/resources/:type/:key", gateOperator, s.resourceSet)
