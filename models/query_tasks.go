@@ -330,6 +330,13 @@ func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
 	return statuses, nil
 }
 
+// CheckBulkRerun tells why a bulk rerun cannot have this filter
+// (ErrBulkRerunType, ErrBulkRerunStatus, ErrInvalid), or nil.
+func (f TaskFilter) CheckBulkRerun() error {
+	_, err := f.rerunFilter()
+	return err
+}
+
 // OffersBulkRerun tells whether the task list should offer to rerun what
 // it shows: the filter names one resource type and only RETRY and MANUAL
 // statuses.

@@ -408,6 +408,9 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := f.CheckBulkRerun(); err != nil {
+		return s.bulkRerunRefused(c, f, err)
+	}
 	var ids []int64
 	for _, v := range form["id"] {
 		id, err := strconv.ParseInt(v, 10, 64)
