@@ -7,8 +7,10 @@ import (
 	"time"
 )
 
-// OrderStatus is the order state machine: PENDING → PAID or CLOSED, and a
-// payment that arrives after close → PAID (late) or REFUND_PENDING.
+// OrderStatus is where an order is in its life: PENDING → PAID or CLOSED;
+// a payment that arrives after close → PAID (late) or REFUND_PENDING; after
+// payment, shipments, refunds and returns move it on (the transitions are
+// orderTransitions, models/order_life.go).
 type OrderStatus string
 
 // Order statuses.
@@ -17,39 +19,56 @@ const (
 	OrderPaid          OrderStatus = "PAID"
 	OrderClosed        OrderStatus = "CLOSED"
 	OrderRefundPending OrderStatus = "REFUND_PENDING"
+	// OrderPartShipped: some of what was paid for went out, some has not
+	// (and was not refunded).
+	OrderPartShipped OrderStatus = "PARTIALLY_SHIPPED"
+	// OrderShipped: everything paid for and not refunded went out.
+	OrderShipped OrderStatus = "SHIPPED"
+	// OrderPartRefunded: some of what was paid for came back to stock
+	// before it was shipped; nothing was shipped.
+	OrderPartRefunded OrderStatus = "PARTIALLY_REFUNDED"
+	// OrderRefunded: the whole order was refunded (or a REFUND_PENDING
+	// order's money went back).
+	OrderRefunded OrderStatus = "REFUNDED"
+	// OrderReturning: goods are on their way back; the warehouse has not
+	// confirmed them all.
+	OrderReturning OrderStatus = "RETURNING"
+	// OrderReturned: everything shipped came back and was confirmed.
+	OrderReturned OrderStatus = "RETURNED"
 )
+
+// OrderStatuses lists every order status in the order an order moves through them.
+var OrderStatuses = []OrderStatus{OrderPending, OrderPaid, OrderClosed, OrderRefundPending,
+	OrderPartShipped, OrderShipped, OrderPartRefunded, OrderRefunded, OrderReturning, OrderReturned}
 
 // ParseOrderStatus accepts an order status as stored.
 func ParseOrderStatus(s string) (OrderStatus, error) {
-	switch st := OrderStatus(s); st {
-	case OrderPending, OrderPaid, OrderClosed, OrderRefundPending:
+	if st := OrderStatus(s); slices.Contains(OrderStatuses, st) {
 		return st, nil
 	}
 	return "", fmt.Errorf("%w: unknown order status %q", ErrInvalid, s)
 }
 
-// OrderStatuses lists every order status in the order an order moves through them.
-var OrderStatuses = []OrderStatus{OrderPending, OrderPaid, OrderClosed, OrderRefundPending}
-
 // TaskStatus is the state of one release task in the outbox.
 type TaskStatus string
 
-// Task statuses. SUPERSEDED marks a task whose hold a late payment took over.
+// Task statuses. SUPERSEDED marks a task whose hold a late payment took
+// over; ABANDONED one an admin gave up on, releasing nothing.
 const (
 	TaskPending    TaskStatus = "PENDING"
 	TaskDone       TaskStatus = "DONE"
 	TaskRetry      TaskStatus = "RETRY"
 	TaskManual     TaskStatus = "MANUAL"
 	TaskSuperseded TaskStatus = "SUPERSEDED"
+	TaskAbandoned  TaskStatus = "ABANDONED"
 )
 
 // TaskStatuses lists every task status.
-var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded}
+var TaskStatuses = []TaskStatus{TaskPending, TaskRetry, TaskManual, TaskDone, TaskSuperseded, TaskAbandoned}
 
 // ParseTaskStatus accepts a status as stored.
 func ParseTaskStatus(s string) (TaskStatus, error) {
-	switch st := TaskStatus(s); st {
-	case TaskPending, TaskDone, TaskRetry, TaskManual, TaskSuperseded:
+	if st := TaskStatus(s); slices.Contains(TaskStatuses, st) {
 		return st, nil
 	}
 	return "", fmt.Errorf("%w: unknown task status %q", ErrInvalid, s)
@@ -98,6 +117,16 @@ const (
 	FlowDeduct  FlowType = "DEDUCT"
 	FlowRelease FlowType = "RELEASE"
 	FlowAdjust  FlowType = "ADJUST"
+	// FlowRefund gives back what a payment consumed, before it was
+	// shipped: spent → available (a coupon USED → UNUSED, a slot SOLD →
+	// FREE).
+	FlowRefund FlowType = "REFUND"
+	// FlowRestock puts returned goods the warehouse confirmed back on
+	// sale: sold → available.
+	FlowRestock FlowType = "RESTOCK"
+	// FlowWriteOff records returned goods the warehouse confirmed but
+	// could not sell again; no amount moves (they stay counted as sold).
+	FlowWriteOff FlowType = "WRITE_OFF"
 )
 
 // Trigger says what caused a change: it is kept on every ledger row.

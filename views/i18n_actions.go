@@ -3,8 +3,6 @@ package views
 // actionsText is the text of acting on one task (its reason, rerun and
 // abandon), of the bulk rerun's ticked list and of grouped tickets.
 var actionsText = text{
-	"code.ABANDONED": {"已放弃", "ABANDONED"},
-
 	"tasks.f.key":  {"资源键（需选资源类型）", "Key (with its type)"},
 	"tasks.f.from": {"创建于此后（RFC 3339）", "Created from (RFC 3339)"},
 	"tasks.f.to":   {"创建于此前（不含）", "Created before"},
