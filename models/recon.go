@@ -225,7 +225,8 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 }
 
 // diffOrders names, per resource key with a diff, the orders that hold it
-// in db's snapshot: PENDING orders and orders with unfinished release tasks.
+// in db's snapshot: PENDING orders, orders with unfinished release tasks,
+// and orders whose task an admin abandoned (what it left held is the diff).
 func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error) {
 	keys := map[ResourceType][]string{}
 	for _, d := range found {
@@ -238,7 +239,7 @@ func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error)
 		err := db.Raw(`SELECT h.biz_key, h.order_no FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 			WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING'
 			UNION
-			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')`,
+			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL','ABANDONED')`,
 			t, ks, t, ks).Scan(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("orders of %s diffs: %w", t, err)
