@@ -102,6 +102,7 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if err := s.R.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return DiffPage{}, fmt.Errorf("list diff tickets: %w", err)
 	}
+	withChecks(out)
 	page := DiffPage{Tickets: out}
 	if len(out) > q.Limit {
 		page.Tickets = out[:q.Limit]
