@@ -57,20 +57,20 @@ type DiffTicket struct {
 	// Checks lists every check of the key that disagrees, each with its
 	// own expected and actual. A ticket opened before tickets were grouped
 	// (migration 00025) stores none; it reads as its one check.
-	Checks TicketChecks `json:"checks" gorm:"column:checks"`
-	Sign   int          `json:"sign"`
-	Orders       string       `json:"orders"`
-	Status       string       `json:"status"`
-	FirstRunID   int64        `json:"first_run_id"`
-	LastRunID    int64        `json:"last_run_id"`
-	Note         string       `json:"note,omitempty"`
-	AckedBy      string       `json:"acked_by,omitempty"`
-	AckedAt      *time.Time   `json:"acked_at,omitempty"`
-	ResolvedBy   string       `json:"resolved_by,omitempty"`
-	ResolvedAt   *time.Time   `json:"resolved_at,omitempty"`
-	AutoClosed   bool         `json:"auto_closed"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
+	Checks     TicketChecks `json:"checks" gorm:"column:checks"`
+	Sign       int          `json:"sign"`
+	Orders     string       `json:"orders"`
+	Status     string       `json:"status"`
+	FirstRunID int64        `json:"first_run_id"`
+	LastRunID  int64        `json:"last_run_id"`
+	Note       string       `json:"note,omitempty"`
+	AckedBy    string       `json:"acked_by,omitempty"`
+	AckedAt    *time.Time   `json:"acked_at,omitempty"`
+	ResolvedBy string       `json:"resolved_by,omitempty"`
+	ResolvedAt *time.Time   `json:"resolved_at,omitempty"`
+	AutoClosed bool         `json:"auto_closed"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
 }
 
 // TableName is the ticket table.
@@ -83,10 +83,10 @@ type TicketCheck struct {
 	Actual   int64  `json:"actual"`
 }
 
-// TicketChecks is a ticket's checks, stored as a JSON array ('' for none).
+// TicketChecks is a ticket's checks, stored as a JSON array (” for none).
 type TicketChecks []TicketCheck
 
-// Value stores the checks as JSON; none as ''.
+// Value stores the checks as JSON; none as ”.
 func (c TicketChecks) Value() (driver.Value, error) {
 	if len(c) == 0 {
 		return "", nil
@@ -95,7 +95,7 @@ func (c TicketChecks) Value() (driver.Value, error) {
 	return string(b), err
 }
 
-// Scan reads the checks back; '' (an old ticket) is none.
+// Scan reads the checks back; ” (an old ticket) is none.
 func (c *TicketChecks) Scan(v any) error {
 	var b []byte
 	switch x := v.(type) {
