@@ -58,3 +58,14 @@ var actionsText = text{
 	"tasks.picked.changed": {"另有 %d 个勾选的任务其间已变化，未重跑：%s", "%d ticked task(s) changed meanwhile and were left alone: %s"},
 	"tasks.picked.nothing": {"未做任何更改（NOTHING_TO_RERUN）：勾选的任务其间都已变化：%s", "Nothing was changed (NOTHING_TO_RERUN): every ticked task changed meanwhile: %s"},
 }
+
+// reconGroupText is the text of a ticket that groups a key's checks and
+// names the tasks abandoned on it.
+var reconGroupText = text{
+	"recon.checks":             {"不一致的检查项", "Checks that disagree"},
+	"recon.checks.help":        {"同一资源键的各项检查合并为一张工单，各自保留期望值与实际值；上面的期望/实际/差值为第一项。", "The checks of one key that disagree make one ticket, each keeping its expected and actual; the expected, actual and difference above are the first one's."},
+	"recon.abandoned":          {"已放弃的任务", "Abandoned tasks"},
+	"recon.abandoned.task.pre": {"仍占用 %d：任务", "still holding %d: task"},
+	"recon.abandoned.task.by":  {"（订单），由 %s 放弃：%s", "(order), abandoned by %s: %s"},
+	"recon.abandoned.help":     {"任务被放弃后不再计入“未完成”，它留下的占用因此超出预期；请手工处理这些占用后解决工单。", "An abandoned task no longer counts as unfinished, so what it left held exceeds what is expected: settle it by hand, then resolve the ticket."},
+}
