@@ -9,7 +9,7 @@ import (
 	"unhold/models"
 )
 
-// Tickets opened before grouping (one per check, checks = '') stay
+// Tickets opened before grouping (one per check, checks = ”) stay
 // readable, as their one check; the next run that finds their key opens
 // the key's one ticket, listing every check, and closes them in its favour.
 func TestOldTicketsGiveWayToGroupedTicket(t *testing.T) {
@@ -37,7 +37,9 @@ func TestOldTicketsGiveWayToGroupedTicket(t *testing.T) {
 			t.Fatalf("old ticket read = %+v, %v; want its one check", d, err)
 		}
 		b.clock.Advance(time.Minute)
-		must(t, func() error { return b.s.W.Exec("UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-1'").Error })
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-1'").Error
+		})
 		run2, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test")
 		if err != nil {
 			t.Fatal(err)
