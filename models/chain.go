@@ -17,6 +17,9 @@ type Chain struct {
 	Tasks []ChainTask  `json:"tasks"`
 	Flows []Flow       `json:"flows"`
 	Audit []AuditEntry `json:"audit"`
+	// Ops are the order's life after placement: line cancels, shipments,
+	// refunds, returns, inbounds, oldest first.
+	Ops []OrderOp `json:"ops"`
 }
 
 // ChainTask is a task with its attempts.
@@ -107,8 +110,13 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	for _, t := range s.types {
 		targets = append(targets, "order:"+orderNo+"/"+string(t))
 	}
+	targets = append(targets, "order:"+orderNo)
 	if err := db.Where("target IN ?", targets).Order("id").Find(&c.Audit).Error; err != nil {
 		return nil, fmt.Errorf("read audit of %s: %w", orderNo, err)
+	}
+	c.Ops = []OrderOp{}
+	if err := db.Raw("SELECT * FROM order_ops WHERE order_no = ? ORDER BY id", orderNo).Scan(&c.Ops).Error; err != nil {
+		return nil, fmt.Errorf("read operations of %s: %w", orderNo, err)
 	}
 	return c, nil
 }

@@ -114,6 +114,14 @@ func (c *couponResource) Apply(tx *gorm.DB, op Op) error {
 		} else {
 			newStatus, newOrder, newExpire = c.returned(cp.ExpireAt, op.Now)
 		}
+	case op.Kind == FlowRefund:
+		// The whole order was refunded: the coupon it spent comes back,
+		// under the coupon expiry policy, as a released one does.
+		if cp.Status != CouponUsed || !heldBy {
+			refusal = fmt.Errorf("%w: coupon %s is %s, held by %v, not used by order %s", errStateMismatch, op.Key, cp.Status, strOr(cp.OrderNo, "nobody"), op.OrderNo)
+		}
+		cond, condArgs = "status = 'USED' AND order_no = ?", []any{op.OrderNo}
+		newStatus, newOrder, newExpire = c.returned(cp.ExpireAt, op.Now)
 	default:
 		return fmt.Errorf("coupon: unsupported op %s", op.Kind)
 	}
@@ -189,7 +197,7 @@ func (c *couponResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, er
 	}
 	more, err := reconcileStates(ctx, db, ResCoupon,
 		`SELECT CAST(c.id AS TEXT) AS k FROM user_coupons c LEFT JOIN orders o ON o.order_no = c.order_no
-			WHERE c.status = 'USED' AND (o.status IS NULL OR o.status <> 'PAID')`,
+			WHERE c.status = 'USED' AND (o.status IS NULL OR o.status NOT IN `+paidStatusesSQL+`)`,
 		`SELECT CAST(c.id AS TEXT) AS k, c.status AS now, f.status_after AS ledger FROM user_coupons c
 			JOIN coupon_flows f ON f.id = (SELECT MAX(id) FROM coupon_flows WHERE coupon_id = c.id)
 			WHERE f.status_after <> c.status`,

@@ -32,6 +32,9 @@ type Order struct {
 	// it after), so placing writes only the columns every schema since
 	// 00003 has.
 	LocksAnsweredAt *time.Time `json:"locks_answered_at,omitempty" gorm:"->"`
+	// LastEpoch is the greatest ledger epoch the order's operations used
+	// (order_life.go); read only, as LocksAnsweredAt.
+	LastEpoch int64 `json:"-" gorm:"->"`
 }
 
 // Hold is one resource an order holds: qty taken at placement, of which
@@ -44,6 +47,16 @@ type Hold struct {
 	Qty          int64        `json:"qty"`
 	Released     int64        `json:"released"`
 	Deducted     int64        `json:"deducted"`
+	// After payment (order_life.go): of deducted, what was shipped and
+	// what was refunded before shipping; of shipped, what came back, and
+	// of that what the warehouse restocked or wrote off. Version counts
+	// the line's changes. Read only: placement writes the columns above.
+	Shipped    int64 `json:"shipped" gorm:"->"`
+	Refunded   int64 `json:"refunded" gorm:"->"`
+	Returned   int64 `json:"returned" gorm:"->"`
+	Restocked  int64 `json:"restocked" gorm:"->"`
+	WrittenOff int64 `json:"written_off" gorm:"->"`
+	Version    int64 `json:"version" gorm:"->"`
 }
 
 // TableName is the hold table.

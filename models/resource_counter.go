@@ -127,6 +127,12 @@ func (c *counter) Apply(tx *gorm.DB, op Op) error {
 		guard, dHeld, dSpent = c.held, -op.Qty, op.Qty
 	case FlowRelease:
 		guard, dHeld, dAvail = c.held, -op.Qty, op.Qty
+	case FlowRefund, FlowRestock:
+		guard, dSpent, dAvail = c.spent, -op.Qty, op.Qty
+	case FlowWriteOff:
+		// Nothing moves: what is written off stays counted as spent. The
+		// guard still checks that much was spent.
+		guard = c.spent
 	default:
 		return fmt.Errorf("%s: unsupported op %s", c.typ, op.Kind)
 	}
@@ -313,9 +319,10 @@ func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (map[string]count
 	}
 	var rows []row
 	q := fmt.Sprintf(`SELECT %s AS key,
-		SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty ELSE 0 END) AS avail,
+		SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty
+			WHEN 'REFUND' THEN qty WHEN 'RESTOCK' THEN qty ELSE 0 END) AS avail,
 		SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END) AS held,
-		SUM(CASE type WHEN 'DEDUCT' THEN qty ELSE 0 END) AS spent
+		SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END) AS spent
 		FROM %s%s GROUP BY %s`, c.key, c.ledger, where, c.key)
 	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("reconcile %s ledger: %w", c.typ, err)

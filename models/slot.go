@@ -79,6 +79,11 @@ func (r *slotResource) Apply(tx *gorm.DB, op Op) error {
 		if sl.Status != SlotHeld || sl.OrderNo == nil || *sl.OrderNo != op.OrderNo {
 			refusal = fmt.Errorf("%w: slot %s is %s, held by %s, not by order %s", errStateMismatch, op.Key, sl.Status, strOr(sl.OrderNo, "nobody"), op.OrderNo)
 		}
+	case FlowRefund:
+		from, to, cond, holder = SlotSold, SlotFree, "order_no = ?", nil
+		if sl.Status != SlotSold || sl.OrderNo == nil || *sl.OrderNo != op.OrderNo {
+			refusal = fmt.Errorf("%w: slot %s is %s, held by %s, not sold to order %s", errStateMismatch, op.Key, sl.Status, strOr(sl.OrderNo, "nobody"), op.OrderNo)
+		}
 	default:
 		return fmt.Errorf("slot: unsupported op %s", op.Kind)
 	}
@@ -134,7 +139,7 @@ func (r *slotResource) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, erro
 	}
 	more, err := reconcileStates(ctx, db, ResSlot,
 		`SELECT s.slot_id AS k FROM slot_holds s LEFT JOIN orders o ON o.order_no = s.order_no
-			WHERE s.status = 'SOLD' AND (o.status IS NULL OR o.status <> 'PAID')`,
+			WHERE s.status = 'SOLD' AND (o.status IS NULL OR o.status NOT IN `+paidStatusesSQL+`)`,
 		`SELECT s.slot_id AS k, s.status AS now, f.status_after AS ledger FROM slot_holds s
 			JOIN slot_flows f ON f.id = (SELECT MAX(id) FROM slot_flows WHERE slot_id = s.slot_id)
 			WHERE f.status_after <> s.status`,

@@ -199,7 +199,7 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 		switch {
 		case errors.Is(err, models.ErrInvalid):
 			status = http.StatusBadRequest
-		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound):
+		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound), errors.Is(err, models.ErrLineNotFound):
 			status = http.StatusNotFound
 		case errors.Is(err, models.ErrRemoteUnavailable), errors.Is(err, models.ErrPlacementPending):
 			// A remote service did not answer (the order was closed and

@@ -88,6 +88,7 @@ var pathParams = map[string]apiParam{
 	"activity_id": {Desc: "the activity", Schema: keySchema, Example: "act-1"},
 	"slot_id":     {Desc: "the seat or time slot", Schema: keySchema, Example: "seat-1"},
 	"id":          {Desc: "the release task's id", Schema: idSchema, Example: "1"},
+	"return_id":   {Desc: "the return's id, as its POST .../returns named it", Schema: keySchema, Example: "ret-1"},
 }
 
 // apiOps documents every route of the API, by routeKey.
@@ -137,6 +138,16 @@ var apiOps = map[string]apiOp{
 		Body: payBody{}, Status: http.StatusOK, Resp: models.PayResult{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/orders/:order_no/close": {Summary: "Close a PENDING order (reason USER_CANCEL, TIMEOUT or ADMIN); closing it again answers the same",
 		Body: closeBody{}, Status: http.StatusOK, Resp: models.CloseResult{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/orders/:order_no/lines/:sku_id/cancel": {Summary: "Give back part of a PENDING order's line at once; the order closes when no line holds stock. With version, only that line version, and a repeat answers the same",
+		Body: cancelLineBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/orders/:order_no/ship": {Summary: "Record goods shipped; shipped goods are never released or refunded. A repeat of a shipment_id answers the same",
+		Body: shipBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/orders/:order_no/refunds": {Summary: "Refund paid, unshipped goods to stock (no lines: all); a whole refund gives back the order's other holds too. A repeat of a refund_id answers the same",
+		Body: refundBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/orders/:order_no/returns": {Summary: "Record shipped goods on their way back (an after-sale return, a refused delivery); nothing is restocked until the inbound",
+		Body: returnBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/returns/:return_id/inbound": {Summary: "The warehouse's confirmation of a return: each returned unit restocked or written off, once",
+		Body: inboundBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/orders/:order_no/resources/:type/rerun": {
 		Summary: "Make an order's RETRY or MANUAL tasks of one type due now (202), with a reason; with dry_run=true, only say what it would make due (200)",
 		Query:   []apiParam{{Name: "dry_run", Desc: "true: change nothing, answer what the rerun would make due", Schema: map[string]any{"type": "boolean"}}},

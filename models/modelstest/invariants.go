@@ -36,6 +36,8 @@ func checkHolds(t testing.TB, s *models.Store) {
 		OrderNo, Status, ResourceType, BizKey string
 		Qty, Released, Deducted, Open         int64
 		OpenDeduct                            int64
+		Shipped, Refunded, Returned           int64
+		Restocked, WrittenOff                 int64
 	}
 	var rows []row
 	open := func(op string) string {
@@ -43,25 +45,38 @@ func checkHolds(t testing.TB, s *models.Store) {
 			AND t.biz_key = h.biz_key AND t.status IN ('PENDING','RETRY','MANUAL') AND t.op = '` + op + `')`
 	}
 	err := s.R.Raw(`SELECT h.order_no, o.status, h.resource_type, h.biz_key, h.qty, h.released, h.deducted,
+		h.shipped, h.refunded, h.returned, h.restocked, h.written_off,
 		` + open("RELEASE") + ` AS open, ` + open("DEDUCT") + ` AS open_deduct
 		FROM order_holds h JOIN orders o ON o.order_no = h.order_no`).Scan(&rows).Error
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r.Released < 0 || r.Deducted < 0 || r.Released+r.Deducted > r.Qty {
+		if r.Released < 0 || r.Deducted < 0 || r.Released+r.Deducted > r.Qty || r.Shipped+r.Refunded > r.Deducted ||
+			r.Returned > r.Shipped || r.Restocked+r.WrittenOff > r.Returned {
 			t.Fatalf("hold out of bounds: %+v", r)
 		}
 		var ok bool
-		switch models.OrderStatus(r.Status) {
+		switch st := models.OrderStatus(r.Status); st {
 		case models.OrderPending:
-			ok = r.Released == 0 && r.Deducted == 0
-		case models.OrderPaid:
-			// A remote type's hold is deducted by a task, which may be
-			// unfinished.
-			ok = r.Deducted == r.Qty || r.OpenDeduct > 0 && r.Deducted == 0
+			// A line cancel gives back part of a line at once.
+			ok = r.Deducted == 0 && (r.Released == 0 || r.ResourceType == string(models.ResInventory) && r.Released < r.Qty)
+		case models.OrderPaid, models.OrderPartShipped, models.OrderShipped, models.OrderPartRefunded,
+			models.OrderReturning, models.OrderReturned, models.OrderRefunded:
+			// What a line cancel gave back before payment stays released;
+			// the rest was deducted. A remote type's hold is deducted by
+			// a task, which may be unfinished. A refunded order's holds
+			// are refunded whole (a REFUND_PENDING order's money that
+			// went back held nothing: all released).
+			ok = r.Deducted+r.Released == r.Qty && (r.Released == 0 || r.ResourceType == string(models.ResInventory)) ||
+				r.OpenDeduct > 0 && r.Deducted == 0
+			if st == models.OrderRefunded {
+				ok = ok && r.Refunded == r.Deducted || r.Deducted == 0 && r.Released == r.Qty
+			}
 		case models.OrderClosed, models.OrderRefundPending:
-			ok = r.Deducted == 0 && (r.Released == r.Qty || r.Open > 0 && r.Released == 0)
+			// An order closed by its last line cancel has those lines
+			// released already, with no task.
+			ok = r.Deducted == 0 && (r.Released == r.Qty || r.Open > 0 && (r.Released == 0 || r.ResourceType == string(models.ResInventory)))
 		}
 		if !ok {
 			t.Fatalf("hold does not match its order's status: %+v", r)
@@ -71,19 +86,27 @@ func checkHolds(t testing.TB, s *models.Store) {
 
 // checkOrderLedgers: for each order and held key, what the ledger took
 // (LOCK) minus what it gave back (RELEASE) and consumed (DEDUCT) is what the
-// hold still has outstanding, and no row type repeats within an epoch.
+// hold still has outstanding, and no row type repeats within an epoch; what
+// it refunded, restocked and wrote off is what the hold says.
 func checkOrderLedgers(t testing.TB, s *models.Store) {
 	t.Helper()
 	type row struct {
 		OrderNo, ResourceType, BizKey string
 		Outstanding, Net              int64
+		Refunded, Restocked, WriteOff int64
+		LRefunded, LRestocked         int64
+		LWriteOff                     int64
 	}
 	for _, typ := range s.Types() {
 		sp := s.Resource(typ).Ledger()
 		var rows []row
 		q := fmt.Sprintf(`SELECT h.order_no, h.resource_type, h.biz_key, h.qty - h.released - h.deducted AS outstanding,
-			COALESCE((SELECT SUM(CASE f.type WHEN 'LOCK' THEN %[1]s ELSE -%[1]s END) FROM %[2]s f
-				WHERE f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS net
+			COALESCE((SELECT SUM(CASE f.type WHEN 'LOCK' THEN %[1]s WHEN 'RELEASE' THEN -%[1]s WHEN 'DEDUCT' THEN -%[1]s ELSE 0 END) FROM %[2]s f
+				WHERE f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS net,
+			h.refunded, h.restocked, h.written_off AS write_off,
+			COALESCE((SELECT SUM(%[1]s) FROM %[2]s f WHERE f.type = 'REFUND' AND f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS l_refunded,
+			COALESCE((SELECT SUM(%[1]s) FROM %[2]s f WHERE f.type = 'RESTOCK' AND f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS l_restocked,
+			COALESCE((SELECT SUM(%[1]s) FROM %[2]s f WHERE f.type = 'WRITE_OFF' AND f.order_no = h.order_no AND %[3]s = h.biz_key%[4]s), 0) AS l_write_off
 			FROM order_holds h WHERE h.resource_type = ?`, sp.Qty, sp.Table, sp.Key, sp.Where)
 		if err := s.R.Raw(q, typ).Scan(&rows).Error; err != nil {
 			t.Fatal(err)
@@ -91,6 +114,10 @@ func checkOrderLedgers(t testing.TB, s *models.Store) {
 		for _, r := range rows {
 			if r.Net != r.Outstanding {
 				t.Fatalf("ledger of %s %s %s nets %d, hold has %d outstanding", r.OrderNo, r.ResourceType, r.BizKey, r.Net, r.Outstanding)
+			}
+			if r.LRefunded != r.Refunded || r.LRestocked != r.Restocked || r.LWriteOff != r.WriteOff {
+				t.Fatalf("ledger of %s %s %s refunded/restocked/wrote off %d/%d/%d, hold says %d/%d/%d", r.OrderNo, r.ResourceType, r.BizKey,
+					r.LRefunded, r.LRestocked, r.LWriteOff, r.Refunded, r.Restocked, r.WriteOff)
 			}
 		}
 	}

@@ -25,7 +25,7 @@ ALTER TABLE declared_counter_flows ADD CONSTRAINT declared_counter_flows_type_ch
 -- good: what was asked (request, canonical JSON) tells a repeat, answered
 -- the same, from a second use of one id with another body (409). op_id is
 -- the caller's id: a shipment's, a refund's, a return's; an inbound's is
--- its return's; a line cancel's is the line and the version it changed.
+-- its return's; a line cancel's is the order, the line and the version it changed.
 -- epoch is the ledger epoch of the rows the operation wrote.
 CREATE TABLE order_ops (
     id         BIGSERIAL PRIMARY KEY,
