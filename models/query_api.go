@@ -73,5 +73,6 @@ func (s *Store) OpenedTickets(ctx context.Context, run *ReconRun) ([]DiffTicket,
 	if err != nil {
 		return nil, fmt.Errorf("tickets opened by run %d: %w", run.ID, err)
 	}
+	withChecks(out)
 	return out, nil
 }

@@ -102,6 +102,7 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if err := s.R.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return DiffPage{}, fmt.Errorf("list diff tickets: %w", err)
 	}
+	withChecks(out)
 	page := DiffPage{Tickets: out}
 	if len(out) > q.Limit {
 		page.Tickets = out[:q.Limit]
@@ -221,4 +222,41 @@ func (s *Store) AuditReconRunNow(ctx context.Context, actor string) error {
 		return fmt.Errorf("audit reconciliation run: %w", err)
 	}
 	return nil
+}
+
+// maxAbandonedShown bounds the abandoned tasks a ticket's page names.
+const maxAbandonedShown = 20
+
+// AbandonedTask is a task an admin abandoned, with who did it and why.
+type AbandonedTask struct {
+	ReleaseTask
+	By     string
+	Reason string
+}
+
+// AbandonedTasks lists the abandoned tasks of one key, newest first (the
+// (resource_type, biz_key, status) index), each with its abandon's audit
+// row: what a ticket of the key names as left held.
+func (s *Store) AbandonedTasks(ctx context.Context, t ResourceType, key string) ([]AbandonedTask, error) {
+	db := s.R.WithContext(ctx)
+	var tasks []ReleaseTask
+	err := db.Where("resource_type = ? AND biz_key = ? AND status = ?", t, key, TaskAbandoned).Order("id DESC").
+		Limit(maxAbandonedShown).Find(&tasks).Error
+	if err != nil {
+		return nil, fmt.Errorf("abandoned tasks of %s %s: %w", t, key, err)
+	}
+	out := make([]AbandonedTask, 0, len(tasks))
+	for _, tk := range tasks {
+		var e []AuditEntry
+		err := db.Where("target = ? AND action = 'abandon_task' AND outcome = 'ok'", TaskTarget(tk.ID)).Order("id DESC").Limit(1).Find(&e).Error
+		if err != nil {
+			return nil, fmt.Errorf("who abandoned task %d: %w", tk.ID, err)
+		}
+		a := AbandonedTask{ReleaseTask: tk}
+		if len(e) == 1 {
+			a.By, a.Reason = e[0].Actor, e[0].Reason
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }

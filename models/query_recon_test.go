@@ -15,8 +15,8 @@ import (
 // tickets every status: SKUs s-0..s-7 with a hand-raised locked (positive),
 // sku-1 with its PENDING order's lock wiped (negative), two coupons set
 // LOCKED by hand, u1's frozen balance raised; then two tickets are acked,
-// one resolved by hand, and s-7 is fixed so the next run closes its
-// tickets automatically.
+// one resolved by hand, and s-0 is fixed so the next run closes its
+// ticket automatically.
 func reconShop(t *testing.T, b bundle) {
 	t.Helper()
 	b.shop(t)
@@ -52,7 +52,7 @@ func reconShop(t *testing.T, b bundle) {
 	must(t, func() error { return b.s.AckDiff(b.ctx, all[1].ID, "ops:a", "looking") })
 	must(t, func() error { return b.s.ResolveDiff(b.ctx, all[2].ID, "ops:b", "fixed by hand") })
 	b.clock.Advance(time.Minute)
-	must(t, func() error { return b.s.W.Exec("UPDATE inventory SET locked = locked - 1 WHERE sku_id = 's-7'").Error })
+	must(t, func() error { return b.s.W.Exec("UPDATE inventory SET locked = locked - 1 WHERE sku_id = 's-0'").Error })
 	if _, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestDiffTicketsPages(t *testing.T) {
 				auto = &p.Tickets[i]
 			}
 		}
-		if auto == nil || auto.BizKey != "s-7" || auto.ResolvedBy != "system" || auto.ResolvedAt == nil || auto.FirstRunID == 0 {
+		if auto == nil || auto.BizKey != "s-0" || auto.ResolvedBy != "system" || auto.ResolvedAt == nil || auto.FirstRunID == 0 {
 			t.Fatalf("auto-closed ticket = %+v", auto)
 		}
 	})

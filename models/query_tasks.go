@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -30,9 +31,17 @@ type TaskFilter struct {
 	// OlderMin keeps tasks created at least this many minutes ago.
 	OlderMin int
 	OrderNo  string
+	// Key keeps the tasks of one key (a SKU, a coupon id, an account …) of
+	// Type: a key means nothing without its type.
+	Key string
+	// From and To keep tasks created in [From, To); zero is open.
+	From, To time.Time
 	// Due keeps PENDING and RETRY tasks whose next_at has come.
 	Due bool
 }
+
+// MaxTaskKeyLen bounds the key filter, in bytes: longer than any key unhold keeps.
+const MaxTaskKeyLen = 200
 
 // MaxOlderMin bounds the age filter (ten years), so it never overflows a time.
 const MaxOlderMin = 10 * 365 * 24 * 60
@@ -58,6 +67,16 @@ func (f TaskFilter) Validate() error {
 	if f.OrderNo != "" && !ValidOrderNo(f.OrderNo) {
 		return fmt.Errorf("%w: order number %q is not one unhold makes", ErrInvalid, f.OrderNo)
 	}
+	if f.Key != "" && f.Type == "" {
+		return fmt.Errorf("%w: a key filter needs the resource type the key belongs to", ErrInvalid)
+	}
+	if len(f.Key) > MaxTaskKeyLen || !utf8.ValidString(f.Key) {
+		return fmt.Errorf("%w: a key is at most %d bytes of UTF-8", ErrInvalid, MaxTaskKeyLen)
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return fmt.Errorf("%w: from (%s) must be before to (%s)", ErrInvalid,
+			f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339))
+	}
 	return nil
 }
 
@@ -79,6 +98,15 @@ func (f TaskFilter) Values() url.Values {
 	}
 	if f.OrderNo != "" {
 		v.Set("order", f.OrderNo)
+	}
+	if f.Key != "" {
+		v.Set("key", f.Key)
+	}
+	if !f.From.IsZero() {
+		v.Set("from", f.From.UTC().Format(time.RFC3339))
+	}
+	if !f.To.IsZero() {
+		v.Set("to", f.To.UTC().Format(time.RFC3339))
 	}
 	if f.Due {
 		v.Set("due", "1")
@@ -139,6 +167,15 @@ func (f TaskFilter) where(now time.Time) (string, []any) {
 	if f.OrderNo != "" {
 		conds, args = append(conds, "order_no = ?"), append(args, f.OrderNo)
 	}
+	if f.Key != "" {
+		conds, args = append(conds, "biz_key = ?"), append(args, f.Key)
+	}
+	if !f.From.IsZero() {
+		conds, args = append(conds, "created_at >= ?"), append(args, f.From.UTC())
+	}
+	if !f.To.IsZero() {
+		conds, args = append(conds, "created_at < ?"), append(args, f.To.UTC())
+	}
 	if f.Due {
 		conds, args = append(conds, "next_at <= ?"), append(args, now)
 	}
@@ -191,11 +228,11 @@ func (s *Store) ListTasks(ctx context.Context, f TaskFilter, after Cursor, oldes
 		}
 	} else {
 		table := "release_tasks"
-		if s.Dialect == SQLite && f.Class == "" && f.OrderNo == "" {
+		if s.Dialect == SQLite && f.Class == "" && f.OrderNo == "" && f.Key == "" {
 			// Without statistics SQLite may take the (status, next_at) index
 			// and sort every task of the status (a backlog of thousands)
-			// for one page; the class and order indexes, when filtered on,
-			// keep few rows and are better left to the planner.
+			// for one page; the class, order and key indexes, when filtered
+			// on, keep few rows and are better left to the planner.
 			table += " INDEXED BY release_tasks_status_created"
 			if f.Type != "" {
 				table = "release_tasks INDEXED BY release_tasks_type_status_created"
@@ -291,6 +328,13 @@ func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
 		statuses = []TaskStatus{TaskRetry}
 	}
 	return statuses, nil
+}
+
+// CheckBulkRerun tells why a bulk rerun cannot have this filter
+// (ErrBulkRerunType, ErrBulkRerunStatus, ErrInvalid), or nil.
+func (f TaskFilter) CheckBulkRerun() error {
+	_, err := f.rerunFilter()
+	return err
 }
 
 // OffersBulkRerun tells whether the task list should offer to rerun what

@@ -2,6 +2,8 @@ package models
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -40,10 +42,11 @@ const (
 	ReconByOps  = "DASHBOARD"
 )
 
-// DiffTicket is a reconciliation diff kept as a ticket: OPEN → ACKED →
-// RESOLVED, with who did it and a note. A positive Sign (actual above
-// expected) is a missed release; a negative one a double release or
-// rolled-back state.
+// DiffTicket is a reconciliation ticket: the checks that disagree on one
+// key, OPEN → ACKED → RESOLVED, with who did it and a note. CheckName,
+// Expected and Actual are the first of Checks (HELD when it is among
+// them), and Sign is its: a positive Sign (actual above expected) is a
+// missed release; a negative one a double release or rolled-back state.
 type DiffTicket struct {
 	ID           int64        `json:"id"`
 	ResourceType ResourceType `json:"resource"`
@@ -51,23 +54,114 @@ type DiffTicket struct {
 	CheckName    string       `json:"check"`
 	Expected     int64        `json:"expected"`
 	Actual       int64        `json:"actual"`
-	Sign         int          `json:"sign"`
-	Orders       string       `json:"orders"`
-	Status       string       `json:"status"`
-	FirstRunID   int64        `json:"first_run_id"`
-	LastRunID    int64        `json:"last_run_id"`
-	Note         string       `json:"note,omitempty"`
-	AckedBy      string       `json:"acked_by,omitempty"`
-	AckedAt      *time.Time   `json:"acked_at,omitempty"`
-	ResolvedBy   string       `json:"resolved_by,omitempty"`
-	ResolvedAt   *time.Time   `json:"resolved_at,omitempty"`
-	AutoClosed   bool         `json:"auto_closed"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
+	// Checks lists every check of the key that disagrees, each with its
+	// own expected and actual. A ticket opened before tickets were grouped
+	// (migration 00025) stores none; it reads as its one check.
+	Checks     TicketChecks `json:"checks" gorm:"column:checks"`
+	Sign       int          `json:"sign"`
+	Orders     string       `json:"orders"`
+	Status     string       `json:"status"`
+	FirstRunID int64        `json:"first_run_id"`
+	LastRunID  int64        `json:"last_run_id"`
+	Note       string       `json:"note,omitempty"`
+	AckedBy    string       `json:"acked_by,omitempty"`
+	AckedAt    *time.Time   `json:"acked_at,omitempty"`
+	ResolvedBy string       `json:"resolved_by,omitempty"`
+	ResolvedAt *time.Time   `json:"resolved_at,omitempty"`
+	AutoClosed bool         `json:"auto_closed"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
 }
 
 // TableName is the ticket table.
 func (DiffTicket) TableName() string { return "recon_diffs" }
+
+// TicketCheck is one check that disagrees on a ticket's key.
+type TicketCheck struct {
+	Check    string `json:"check"`
+	Expected int64  `json:"expected"`
+	Actual   int64  `json:"actual"`
+}
+
+// TicketChecks is a ticket's checks, stored as a JSON array (” for none).
+type TicketChecks []TicketCheck
+
+// Value stores the checks as JSON; none as ”.
+func (c TicketChecks) Value() (driver.Value, error) {
+	if len(c) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal([]TicketCheck(c))
+	return string(b), err
+}
+
+// Scan reads the checks back; ” (an old ticket) is none.
+func (c *TicketChecks) Scan(v any) error {
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+	case string:
+		b = []byte(x)
+	case []byte:
+		b = x
+	default:
+		return fmt.Errorf("ticket checks: cannot read %T", v)
+	}
+	*c = nil
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, (*[]TicketCheck)(c))
+}
+
+// withChecks fills an old ticket's Checks with its one check, so every
+// ticket lists its checks alike.
+func (t *DiffTicket) withChecks() {
+	if len(t.Checks) == 0 {
+		t.Checks = TicketChecks{{Check: t.CheckName, Expected: t.Expected, Actual: t.Actual}}
+	}
+}
+
+// withChecks fills each ticket's Checks (DiffTicket.withChecks).
+func withChecks(ts []DiffTicket) {
+	for i := range ts {
+		ts[i].withChecks()
+	}
+}
+
+// ticketGroup is the diffs of one key, grouped into one ticket.
+type ticketGroup struct {
+	resource ResourceType
+	key      string
+	checks   TicketChecks
+}
+
+// groupDiffs groups diffs by key, in the order keys first appear, each
+// key's checks with HELD first and the others by name.
+func groupDiffs(found []Diff) []ticketGroup {
+	var out []ticketGroup
+	index := map[ResourceKey]int{}
+	for _, d := range found {
+		k := ResourceKey{Type: d.Resource, Key: d.Key}
+		i, ok := index[k]
+		if !ok {
+			i = len(out)
+			index[k] = i
+			out = append(out, ticketGroup{resource: d.Resource, key: d.Key})
+		}
+		out[i].checks = append(out[i].checks, TicketCheck{Check: d.Check, Expected: d.Expected, Actual: d.Actual})
+	}
+	for _, g := range out {
+		sort.SliceStable(g.checks, func(i, j int) bool {
+			a, b := g.checks[i].Check, g.checks[j].Check
+			if (a == CheckHeld) != (b == CheckHeld) {
+				return a == CheckHeld
+			}
+			return a < b
+		})
+	}
+	return out
+}
 
 // Ticket statuses.
 const (
@@ -185,27 +279,24 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 				}
 			}
 		}
-		for _, d := range found {
-			sign := 1
-			if d.Delta() < 0 {
-				sign = -1
+		for _, g := range groupDiffs(found) {
+			id, opened, err := s.recordGroup(tx, run, g, orders[string(g.resource)+"/"+g.key], unchecked, now)
+			if err != nil {
+				return err
 			}
-			ords := orders[string(d.Resource)+"/"+d.Key]
-			res := tx.Exec(`UPDATE recon_diffs SET expected = ?, actual = ?, sign = ?, orders = ?, last_run_id = ?, updated_at = ?
-				WHERE resource_type = ? AND biz_key = ? AND check_name = ? AND status <> 'RESOLVED'`,
-				d.Expected, d.Actual, sign, ords, run.ID, now, d.Resource, d.Key, d.Check)
+			if opened {
+				run.Opened++
+			}
+			// The key's tickets from before grouping give way to its one ticket.
+			note := fmt.Sprintf("grouped into ticket %d in run %d: closed automatically", id, run.ID)
+			res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
+				note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
+				WHERE resource_type = ? AND biz_key = ? AND checks = '' AND status <> 'RESOLVED'`,
+				true, now, now, note, note, g.resource, g.key)
 			if res.Error != nil {
 				return res.Error
 			}
-			if res.RowsAffected == 1 {
-				continue
-			}
-			t := DiffTicket{ResourceType: d.Resource, BizKey: d.Key, CheckName: d.Check, Expected: d.Expected, Actual: d.Actual,
-				Sign: sign, Orders: ords, Status: DiffOpen, FirstRunID: run.ID, LastRunID: run.ID, CreatedAt: now, UpdatedAt: now}
-			if err := tx.Create(&t).Error; err != nil {
-				return err
-			}
-			run.Opened++
+			run.Closed += res.RowsAffected
 		}
 		res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
 			note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
@@ -215,7 +306,7 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 		if res.Error != nil {
 			return res.Error
 		}
-		run.Closed = res.RowsAffected
+		run.Closed += res.RowsAffected
 		run.Found = int64(len(found))
 		run.Status = ReconDone
 		run.FinishedAt = &now
@@ -224,8 +315,55 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 	})
 }
 
+// recordGroup keeps one key's diffs as its one unresolved ticket: it
+// updates the ticket when there is one, or opens it (opened). A HELD check
+// the run left unchecked (a remote service that did not answer) stays on
+// the ticket as it was last seen.
+func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords string, unchecked map[ResourceType][]string,
+	now time.Time) (id int64, opened bool, err error) {
+	var open []DiffTicket
+	err = tx.Where("resource_type = ? AND biz_key = ? AND checks <> '' AND status <> 'RESOLVED'", g.resource, g.key).
+		Limit(1).Find(&open).Error
+	if err != nil {
+		return 0, false, err
+	}
+	checks := g.checks
+	if len(open) == 1 && keyUnchecked(unchecked, g.resource, g.key) && !slices.ContainsFunc(checks, isHeld) {
+		if i := slices.IndexFunc(open[0].Checks, isHeld); i >= 0 {
+			checks = append(TicketChecks{open[0].Checks[i]}, checks...)
+		}
+	}
+	first := checks[0]
+	sign := 1
+	if first.Actual < first.Expected {
+		sign = -1
+	}
+	if len(open) == 1 {
+		err := tx.Model(&DiffTicket{}).Where("id = ?", open[0].ID).Updates(map[string]any{"check_name": first.Check,
+			"expected": first.Expected, "actual": first.Actual, "checks": checks, "sign": sign, "orders": ords,
+			"last_run_id": run.ID, "updated_at": now}).Error
+		return open[0].ID, false, err
+	}
+	t := DiffTicket{ResourceType: g.resource, BizKey: g.key, CheckName: first.Check, Expected: first.Expected, Actual: first.Actual,
+		Checks: checks, Sign: sign, Orders: ords, Status: DiffOpen, FirstRunID: run.ID, LastRunID: run.ID, CreatedAt: now, UpdatedAt: now}
+	if err := tx.Create(&t).Error; err != nil {
+		return 0, false, err
+	}
+	return t.ID, true, nil
+}
+
+func isHeld(c TicketCheck) bool { return c.Check == CheckHeld }
+
+// keyUnchecked tells whether the run left key's HELD check unchecked (nil
+// keys: all of the type's).
+func keyUnchecked(unchecked map[ResourceType][]string, t ResourceType, key string) bool {
+	keys, ok := unchecked[t]
+	return ok && (keys == nil || slices.Contains(keys, key))
+}
+
 // diffOrders names, per resource key with a diff, the orders that hold it
-// in db's snapshot: PENDING orders and orders with unfinished release tasks.
+// in db's snapshot: PENDING orders, orders with unfinished release tasks,
+// and orders whose task an admin abandoned (what it left held is the diff).
 func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error) {
 	keys := map[ResourceType][]string{}
 	for _, d := range found {
@@ -238,7 +376,7 @@ func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error)
 		err := db.Raw(`SELECT h.biz_key, h.order_no FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 			WHERE h.resource_type = ? AND h.biz_key IN ? AND o.status = 'PENDING'
 			UNION
-			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL')`,
+			SELECT biz_key, order_no FROM release_tasks WHERE resource_type = ? AND biz_key IN ? AND status IN ('PENDING','RETRY','MANUAL','ABANDONED')`,
 			t, ks, t, ks).Scan(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("orders of %s diffs: %w", t, err)
@@ -332,13 +470,18 @@ func (s *Store) ListDiffs(ctx context.Context, f DiffFilter) ([]DiffTicket, erro
 	if err := q.Order("created_at DESC, id DESC").Limit(f.Limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("list diffs: %w", err)
 	}
+	withChecks(out)
 	return out, nil
 }
 
 // GetDiff reads one ticket.
 func (s *Store) GetDiff(ctx context.Context, id int64) (*DiffTicket, error) {
 	var t DiffTicket
-	return &t, take(s.R.WithContext(ctx).Where("id = ?", id), &t, fmt.Sprintf("diff %d", id))
+	if err := take(s.R.WithContext(ctx).Where("id = ?", id), &t, fmt.Sprintf("diff %d", id)); err != nil {
+		return nil, err
+	}
+	t.withChecks()
+	return &t, nil
 }
 
 // AckDiff marks an OPEN ticket as seen by actor, with a note.

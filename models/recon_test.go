@@ -20,7 +20,11 @@ func (b bundle) tickets(t *testing.T) []string {
 	}
 	var out []string
 	for _, d := range ts {
-		out = append(out, fmt.Sprintf("%s/%s/%s/%+d", d.ResourceType, d.BizKey, d.CheckName, d.Sign))
+		var checks []string
+		for _, c := range d.Checks {
+			checks = append(checks, c.Check)
+		}
+		out = append(out, fmt.Sprintf("%s/%s/%s/%+d", d.ResourceType, d.BizKey, strings.Join(checks, "+"), d.Sign))
 	}
 	sort.Strings(out)
 	return out
@@ -97,17 +101,28 @@ func TestReconciliationFindsPlantedInconsistencies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// One ticket per key, listing its checks, HELD first, each with its
+		// own expected and actual; the ticket's sign is HELD's.
 		want := []string{
-			fmt.Sprintf("coupon/%d/HELD/+1", cp), fmt.Sprintf("coupon/%d/LEDGER_STATUS/+1", cp),
-			"inventory/sku-1/CONSERVATION/+1", "inventory/sku-1/HELD/+1", "inventory/sku-1/LEDGER_HELD/+1",
+			fmt.Sprintf("coupon/%d/HELD+LEDGER_STATUS/+1", cp),
+			"inventory/sku-1/HELD+CONSERVATION+LEDGER_HELD/+1",
 			"inventory/sku-2/HELD/+1",
-			"inventory/sku-3/HELD/-1", "inventory/sku-3/LEDGER_AVAILABLE/+1", "inventory/sku-3/LEDGER_HELD/-1",
+			"inventory/sku-3/HELD+LEDGER_AVAILABLE+LEDGER_HELD/-1",
 		}
 		if got := b.tickets(t); strings.Join(got, " ") != strings.Join(want, " ") {
 			t.Fatalf("tickets:\n got %v\nwant %v", got, want)
 		}
-		if run2.Opened != int64(len(want))-1 || run2.Found != int64(len(want)) || run2.Closed != 0 {
-			t.Fatalf("second run = %+v", run2)
+		if run2.Opened != 3 || run2.Found != 9 || run2.Closed != 0 {
+			t.Fatalf("second run = %+v, want 9 diffs in 3 new tickets and sku-2's carried over", run2)
+		}
+		sku3 := b.ticket(t, models.ResInventory, "sku-3", models.CheckHeld)
+		for _, c := range sku3.Checks {
+			if c.Check == models.CheckLedgerHeld && c.Actual-c.Expected != -2 || c.Check == models.CheckLedgerAvail && c.Actual-c.Expected != 2 {
+				t.Errorf("sku-3's %s check: expected %d, actual %d", c.Check, c.Expected, c.Actual)
+			}
+		}
+		if sku3.Expected != sku3.Checks[0].Expected || sku3.Actual != sku3.Checks[0].Actual || sku3.Actual-sku3.Expected != -2 {
+			t.Errorf("sku-3's ticket = %+v; want HELD's expected and actual (2 below)", sku3)
 		}
 		if again := b.ticket(t, models.ResInventory, "sku-2", models.CheckHeld); again.ID != held.ID || again.LastRunID != run2.ID {
 			t.Fatalf("the open ticket was not carried over: %+v", again)
@@ -148,8 +163,8 @@ func TestReconciliationFindsPlantedInconsistencies(t *testing.T) {
 		if got := b.tickets(t); strings.Join(got, " ") != "inventory/sku-2/HELD/+1" {
 			t.Fatalf("after repair: %v", got)
 		}
-		if run3.Closed != 8 || run3.Opened != 1 {
-			t.Fatalf("third run = %+v, want 8 closed and sku-2 HELD reopened", run3)
+		if run3.Closed != 3 || run3.Opened != 1 {
+			t.Fatalf("third run = %+v, want 3 closed and sku-2 HELD reopened", run3)
 		}
 		closed := b.ticket(t, models.ResInventory, "sku-3", models.CheckHeld)
 		if closed.Status != models.DiffResolved || !closed.AutoClosed || closed.ResolvedBy != "system" ||

@@ -111,7 +111,8 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 }
 
 // apiTasks is GET /api/v1/tasks: the task list's filter (status,
-// repeatable; type, class, older, order, due) and sort, a page at a time.
+// repeatable; type, class, older, order, key, from, to, due) and sort, a
+// page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
 	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams())
 	if err != nil {

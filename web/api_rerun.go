@@ -106,3 +106,46 @@ func (s *server) rerunDryRun(c *echo.Context, no string, typ models.ResourceType
 	}
 	return c.JSON(http.StatusOK, v)
 }
+
+// taskRerunAPI is POST /api/v1/tasks/:id/rerun: one RETRY or MANUAL task
+// made due now, with a reason, as the task's page does; 202, the worker
+// does the work. 409 NOTHING_TO_RERUN when the task is in another status.
+func (s *server) taskRerunAPI(c *echo.Context) error {
+	id, err := taskIDParam(c)
+	if err != nil {
+		return err
+	}
+	var body rerunBody
+	if err := readJSON(c, &body, false); err != nil {
+		return err
+	}
+	if err := s.store.RerunTask(c.Request().Context(), id, actor(c), body.Reason); err != nil {
+		return err
+	}
+	s.wakeWorker()
+	return c.JSON(http.StatusAccepted, rerunView{Tasks: 1})
+}
+
+// taskAbandonAPI is POST /api/v1/tasks/:id/abandon, for admins: a RETRY
+// or MANUAL task no worker is trying ends ABANDONED with a reason, and
+// nothing is released. It answers the task as it is now; 409
+// TASK_NOT_ABANDONABLE otherwise.
+func (s *server) taskAbandonAPI(c *echo.Context) error {
+	id, err := taskIDParam(c)
+	if err != nil {
+		return err
+	}
+	var body rerunBody
+	if err := readJSON(c, &body, false); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.store.AbandonTask(ctx, id, actor(c), body.Reason); err != nil {
+		return err
+	}
+	t, err := s.store.Task(ctx, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, t)
+}

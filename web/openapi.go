@@ -59,6 +59,7 @@ var (
 	orderNoSchema = map[string]any{"type": "string", "pattern": `^[A-Za-z0-9_-]{1,40}$`}
 	idSchema      = map[string]any{"type": "integer", "minimum": 1}
 	daySchema     = map[string]any{"type": "string", "format": "date"}
+	timeSchema    = map[string]any{"type": "string", "format": "date-time"}
 	textSchema    = map[string]any{"type": "string"}
 )
 
@@ -163,12 +164,20 @@ var apiOps = map[string]apiOp{
 			{Name: "older", Desc: "created at least this many minutes ago",
 				Schema: map[string]any{"type": "integer", "minimum": 0, "maximum": models.MaxOlderMin}},
 			{Name: "order", Desc: "an order number", Schema: orderNoSchema},
+			{Name: "key", Desc: "one key of the type (a SKU, a coupon id, an account …); needs type",
+				Schema: map[string]any{"type": "string", "maxLength": models.MaxTaskKeyLen}},
+			{Name: "from", Desc: "created at or after this time (RFC 3339)", Schema: timeSchema},
+			{Name: "to", Desc: "created before this time (RFC 3339)", Schema: timeSchema},
 			{Name: "due", Desc: "1: only PENDING and RETRY tasks whose next try has come", Schema: map[string]any{"type": "string", "enum": []string{"1"}}},
 			sortParam(), afterParam("a (created_at, id) cursor"), limitParam(models.TaskPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.ReleaseTask]{}, Errors: []int{400}},
 	"GET /api/v1/tasks/:id": {Summary: "Read one release task and every attempt at it, oldest first",
 		Status: http.StatusOK, Resp: models.ChainTask{}, Errors: []int{400, 404}},
+	"POST /api/v1/tasks/:id/rerun": {Summary: "Make one RETRY or MANUAL task due now (202), with a reason; 409 NOTHING_TO_RERUN in any other status",
+		Body: rerunBody{}, Status: http.StatusAccepted, Resp: rerunView{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/tasks/:id/abandon": {Summary: "End a RETRY or MANUAL task no worker is trying as ABANDONED, with a reason: nothing is released, and reconciliation then opens a ticket for what it left held",
+		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ChainTask{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/ledgers/:type": {Summary: "List one resource type's ledger rows, newest first, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "key", Desc: "only this key's rows (a coupon's: its id)", Schema: keySchema},

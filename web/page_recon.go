@@ -109,6 +109,9 @@ func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.Recon
 	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: s.store.KeyPage(d.ResourceType, d.BizKey),
 		Check: d.CheckName, Expected: d.Expected, Actual: d.Actual, Sign: d.Sign, Status: d.Status,
 		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed}
+	for _, c := range d.Checks {
+		r.Checks = append(r.Checks, views.ReconCheck{Check: c.Check, Expected: c.Expected, Actual: c.Actual})
+	}
 	for _, no := range strings.Split(d.Orders, ",") {
 		if no = strings.TrimSpace(no); no != "" {
 			r.Orders = append(r.Orders, no)
@@ -307,6 +310,13 @@ func (s *server) reconDiff(c *echo.Context) error {
 		}
 	}
 	v.History = reconHistory(d, history, runs, v.ClosedByRun)
+	abandoned, err := s.store.AbandonedTasks(ctx, d.ResourceType, d.BizKey)
+	if err != nil {
+		return err
+	}
+	for _, a := range abandoned {
+		v.Abandoned = append(v.Abandoned, views.ReconAbandoned{TaskID: a.ID, OrderNo: a.OrderNo, Qty: a.Qty, By: a.By, Reason: a.Reason})
+	}
 	return render(c, http.StatusOK, views.ReconDiffPage(s.page(c, "recon.diff.page", "recon"), v))
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -16,7 +17,8 @@ import (
 )
 
 // parseTaskFilter reads the task filter from query or form values: status
-// (repeatable), type, class, older (minutes since created), order, due.
+// (repeatable), type, class, older (minutes since created), order, key (of
+// the type), from and to (RFC 3339: created in [from, to)), due.
 func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 	var f models.TaskFilter
 	for _, v := range q["status"] {
@@ -51,6 +53,14 @@ func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 		f.OlderMin = n
 	}
 	f.OrderNo = strings.TrimSpace(q.Get("order"))
+	f.Key = strings.TrimSpace(q.Get("key"))
+	var err error
+	if f.From, err = parseTaskTime("from", q.Get("from")); err != nil {
+		return f, err
+	}
+	if f.To, err = parseTaskTime("to", q.Get("to")); err != nil {
+		return f, err
+	}
 	switch v := q.Get("due"); v {
 	case "", "0":
 	case "1", "on", "true":
@@ -59,6 +69,19 @@ func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 		return f, invalidf("due must be 1 or absent, not %q", v)
 	}
 	return f, f.Validate()
+}
+
+// parseTaskTime reads a window's end as RFC 3339; "" is open.
+func parseTaskTime(name, v string) (time.Time, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, invalidf("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z, not %.40q", name, v)
+	}
+	return t.UTC(), nil
 }
 
 // parseTaskQuery reads the task list's filter, sort and page position,
@@ -100,7 +123,13 @@ func tasksURL(path string, f models.TaskFilter, kv ...string) string {
 }
 
 func taskFilterForm(f models.TaskFilter, oldestFirst bool) views.TaskFilterForm {
-	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Due: f.Due, OldFirst: oldestFirst}
+	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst}
+	if !f.From.IsZero() {
+		form.From = f.From.Format(time.RFC3339)
+	}
+	if !f.To.IsZero() {
+		form.To = f.To.Format(time.RFC3339)
+	}
 	for _, st := range f.Statuses {
 		form.Statuses = append(form.Statuses, string(st))
 	}
@@ -112,14 +141,41 @@ func taskFilterForm(f models.TaskFilter, oldestFirst bool) views.TaskFilterForm 
 
 // taskRow maps a task to its row; the lease owner shows only while the
 // lease runs, since a finished try leaves the name behind.
-func taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
+func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty, Op: string(t.Op),
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
-		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures}
+		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures,
+		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey)}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
 	}
 	return r
+}
+
+// taskRows maps tasks to rows, and reads what each key of a MANUAL
+// LOCKED_SHORT counter task holds now (once per key), so its reason can
+// say how short it is.
+func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []views.TaskRow {
+	now := s.store.Now()
+	rows := make([]views.TaskRow, 0, len(tasks))
+	held := map[models.ResourceKey]*int64{}
+	for _, t := range tasks {
+		r := s.taskRow(t, now)
+		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
+			k := models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}
+			h, ok := held[k]
+			if !ok {
+				// Only counters have a held amount; the reason then says less.
+				if st, err := s.store.Counter(ctx, t.ResourceType, t.BizKey); err == nil {
+					h = &st.Locked
+				}
+				held[k] = h
+			}
+			r.HeldNow = h
+		}
+		rows = append(rows, r)
+	}
+	return rows
 }
 
 // tasksList shows release tasks by status, type, class, age and order,
@@ -138,7 +194,7 @@ func (s *server) tasksList(c *echo.Context) error {
 	if oldestFirst {
 		sortParam = "old"
 	}
-	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst), Rows: make([]views.TaskRow, 0, len(page.Tasks))}
+	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst)}
 	for _, st := range models.TaskStatuses {
 		v.StatusOptions = append(v.StatusOptions, string(st))
 	}
@@ -148,9 +204,7 @@ func (s *server) tasksList(c *echo.Context) error {
 	for _, cl := range models.ErrorClasses {
 		v.ClassOptions = append(v.ClassOptions, string(cl))
 	}
-	for _, t := range page.Tasks {
-		v.Rows = append(v.Rows, taskRow(t, s.store.Now()))
-	}
+	v.Rows = s.taskRows(c.Request().Context(), page.Tasks)
 	if page.Next.ID != 0 {
 		v.NextURL = tasksURL("/tasks", f, "sort", sortParam, "after", page.Next.String())
 	}
@@ -163,19 +217,36 @@ func (s *server) tasksList(c *echo.Context) error {
 	return render(c, http.StatusOK, views.TasksPage(s.page(c, "tasks.title", "tasks"), v))
 }
 
-// taskDetail shows one task and every attempt at it.
-func (s *server) taskDetail(c *echo.Context) error {
+// taskIDParam reads a task id from the path.
+func taskIDParam(c *echo.Context) (int64, error) {
 	raw := c.Param("id")
 	id, err := strconv.ParseInt(raw, 10, 64)
 	if err != nil || id <= 0 {
-		return invalidf("a task id is a positive whole number, not %q", raw)
+		return 0, invalidf("a task id is a positive whole number, not %q", raw)
 	}
-	t, err := s.store.Task(c.Request().Context(), id)
+	return id, nil
+}
+
+// taskDetail shows one task, why it stopped when it is MANUAL, every
+// attempt at it, what people did to it, and the rerun and abandon forms
+// its status allows.
+func (s *server) taskDetail(c *echo.Context) error {
+	id, err := taskIDParam(c)
 	if err != nil {
 		return err
 	}
-	v := views.TaskDetailView{Task: taskRow(t.ReleaseTask, s.store.Now()), Trigger: string(t.Trigger), CreatedAt: t.CreatedAt,
-		UpdatedAt: t.UpdatedAt, DoneAt: t.DoneAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
+	ctx := c.Request().Context()
+	t, err := s.store.Task(ctx, id)
+	if err != nil {
+		return err
+	}
+	history, err := s.store.TaskHistory(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := views.TaskDetailView{Task: s.taskRows(ctx, []models.ReleaseTask{t.ReleaseTask})[0], Trigger: string(t.Trigger),
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, DoneAt: t.DoneAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason,
+		MaxReason: models.MaxReasonLen}
 	if v.Task.LeaseOwner != "" {
 		v.LeaseUntil = t.LeaseUntil
 	}
@@ -186,7 +257,87 @@ func (s *server) taskDetail(c *echo.Context) error {
 		v.Attempts = append(v.Attempts, views.TaskAttemptRow{ID: a.ID, Worker: a.Worker, Outcome: a.Outcome,
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
 	}
+	for _, e := range history {
+		v.History = append(v.History, views.TaskEvent{At: e.CreatedAt, Actor: e.Actor, Action: e.Action, Outcome: e.Outcome,
+			Reason: e.Reason, Detail: e.Detail})
+	}
 	return render(c, http.StatusOK, views.TaskDetailPage(s.page(c, "tasks.title", "tasks"), v))
+}
+
+// taskFormReason reads a task form's reason; an empty or too long one goes
+// back to the task with a flash, and changes nothing.
+func taskFormReason(c *echo.Context, id int64) (reason string, back string, err error) {
+	if err := c.Request().ParseForm(); err != nil {
+		return "", "", invalidf("could not read the form: %v", err)
+	}
+	back = "/tasks/" + strconv.FormatInt(id, 10)
+	p := flashPage(c)
+	reason, err = models.RerunReason(c.Request().PostForm.Get("reason"))
+	switch {
+	case errors.Is(err, models.ErrReasonRequired):
+		return "", back, redirectWithFlash(c, back, false, p.T("tasks.one.noreason"))
+	case errors.Is(err, models.ErrReasonTooLong):
+		return "", back, redirectWithFlash(c, back, false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
+	}
+	return reason, back, err
+}
+
+// taskRerun is POST /tasks/:id/rerun: one RETRY or MANUAL task made due
+// now (a compare-and-set on its status, audited), the worker woken, and
+// back to the task with what happened.
+func (s *server) taskRerun(c *echo.Context) error {
+	id, err := taskIDParam(c)
+	if err != nil {
+		return err
+	}
+	reason, back, err := taskFormReason(c, id)
+	if reason == "" {
+		return err
+	}
+	ctx := c.Request().Context()
+	p := flashPage(c)
+	err = s.store.RerunTask(ctx, id, actor(c), reason)
+	switch {
+	case errors.Is(err, models.ErrNothingToRerun):
+		return s.taskRefused(c, id, back, "tasks.one.nothing")
+	case err != nil:
+		return err
+	}
+	s.wakeWorker()
+	return redirectWithFlash(c, back, true, p.Tf("tasks.one.done", id))
+}
+
+// taskAbandon is POST /tasks/:id/abandon, for admins: a RETRY or MANUAL
+// task no worker is trying ends ABANDONED, nothing released, audited.
+func (s *server) taskAbandon(c *echo.Context) error {
+	id, err := taskIDParam(c)
+	if err != nil {
+		return err
+	}
+	reason, back, err := taskFormReason(c, id)
+	if reason == "" {
+		return err
+	}
+	p := flashPage(c)
+	err = s.store.AbandonTask(c.Request().Context(), id, actor(c), reason)
+	switch {
+	case errors.Is(err, models.ErrTaskNotAbandonable):
+		return s.taskRefused(c, id, back, "tasks.abandon.refused")
+	case err != nil:
+		return err
+	}
+	return redirectWithFlash(c, back, true, p.Tf("tasks.abandon.done", id))
+}
+
+// taskRefused goes back to the task saying, from its status now, why the
+// action was refused.
+func (s *server) taskRefused(c *echo.Context, id int64, back, key string) error {
+	t, err := s.store.Task(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	p := flashPage(c)
+	return redirectWithFlash(c, back, false, p.Tf(key, id, p.Code(string(t.Status))))
 }
 
 // bulkRerunRefused answers a bulk rerun whose filter cannot be one with a
@@ -204,29 +355,20 @@ func (s *server) bulkRerunRefused(c *echo.Context, f models.TaskFilter, err erro
 	return render(c, http.StatusBadRequest, views.BulkRerunRefusedPage(s.page(c, "tasks.bulk.title", "tasks"), key, tasksURL("/tasks", f)))
 }
 
-// bulkRerunPreview says how many RETRY/MANUAL tasks of one type a rerun
-// with this filter would make due, and asks for a reason.
+// bulkRerunPreview lists the RETRY/MANUAL tasks of one type a rerun with
+// this filter would make due, each with a box, and asks for a reason.
 func (s *server) bulkRerunPreview(c *echo.Context) error {
 	f, err := s.parseTaskFilter(c.QueryParams())
 	if err != nil {
 		return err
 	}
-	return s.renderBulkRerun(c, http.StatusOK, f, nil)
-}
-
-// renderBulkRerun renders the bulk rerun's confirmation with the count of
-// now; confirmed, when not nil, is the count a refused submit had
-// confirmed, which the page says changed.
-func (s *server) renderBulkRerun(c *echo.Context, status int, f models.TaskFilter, confirmed *int64) error {
-	n, err := s.store.CountRerunnable(c.Request().Context(), f)
+	ctx := c.Request().Context()
+	tasks, more, err := s.store.RerunnableTasks(ctx, f)
 	if err != nil {
 		return s.bulkRerunRefused(c, f, err)
 	}
-	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Due: f.Due, Count: n,
-		BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
-	if confirmed != nil {
-		v.Changed, v.Confirmed = true, *confirmed
-	}
+	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
+		Tasks: s.taskRows(ctx, tasks), More: more, BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = models.RerunnableStatuses
@@ -246,7 +388,7 @@ func (s *server) renderBulkRerun(c *echo.Context, status int, f models.TaskFilte
 		}
 	}
 	sortHidden(v.Hidden)
-	return render(c, status, views.BulkRerunPage(s.page(c, "tasks.bulk.title", "tasks"), v))
+	return render(c, http.StatusOK, views.BulkRerunPage(s.page(c, "tasks.bulk.title", "tasks"), v))
 }
 
 // sortHidden keeps hidden fields in a stable order, so the page renders alike.
@@ -254,8 +396,9 @@ func sortHidden(h []views.BulkHidden) {
 	sort.SliceStable(h, func(i, j int) bool { return h[i].Name < h[j].Name })
 }
 
-// bulkRerunSubmit makes the confirmed set of tasks due in one transaction,
-// wakes the worker and goes back to the list with what it did.
+// bulkRerunSubmit makes due exactly the ticked tasks that are still RETRY
+// or MANUAL, in one transaction, wakes the worker and goes back to the
+// list saying what it did and which ticked tasks changed meanwhile.
 func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if err := c.Request().ParseForm(); err != nil {
 		return invalidf("could not read the form: %v", err)
@@ -265,27 +408,49 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	expected, err := strconv.ParseInt(form.Get("expected"), 10, 64)
-	if err != nil || expected < 0 {
-		return invalidf("expected must be the count the preview showed, not %q", form.Get("expected"))
+	if err := f.CheckBulkRerun(); err != nil {
+		return s.bulkRerunRefused(c, f, err)
+	}
+	var ids []int64
+	for _, v := range form["id"] {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return invalidf("id must be a task id from the list, not %.40q", v)
+		}
+		ids = append(ids, id)
 	}
 	p := flashPage(c)
+	preview := tasksURL("/tasks/rerun", f)
+	if len(ids) == 0 {
+		return redirectWithFlash(c, preview, false, p.T("tasks.picked.none"))
+	}
 	reason, err := models.RerunReason(form.Get("reason"))
 	switch {
 	case errors.Is(err, models.ErrReasonRequired):
-		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.T("tasks.bulk.noreason"))
+		return redirectWithFlash(c, preview, false, p.T("tasks.bulk.noreason"))
 	case errors.Is(err, models.ErrReasonTooLong):
-		return redirectWithFlash(c, tasksURL("/tasks/rerun", f), false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
+		return redirectWithFlash(c, preview, false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
 	}
-	n, err := s.store.BulkRerun(c.Request().Context(), f, actor(c), reason, expected)
+	r, err := s.store.RerunTasks(c.Request().Context(), f, ids, actor(c), reason)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
-		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.T("tasks.bulk.nothing"))
-	case errors.Is(err, models.ErrCountChanged):
-		return s.renderBulkRerun(c, http.StatusConflict, f, &expected)
+		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.Tf("tasks.picked.nothing", changedList(p, r.Changed)))
 	case err != nil:
 		return s.bulkRerunRefused(c, f, err)
 	}
 	s.wakeWorker()
-	return redirectWithFlash(c, tasksURL("/tasks", f), true, p.Tf("tasks.bulk.done", n))
+	msg := p.Tf("tasks.picked.done", len(r.Made))
+	if len(r.Changed) > 0 {
+		msg += " " + p.Tf("tasks.picked.changed", len(r.Changed), changedList(p, r.Changed))
+	}
+	return redirectWithFlash(c, tasksURL("/tasks", f), true, msg)
+}
+
+// changedList names tasks with their status now: "#3 DONE, #4 PENDING".
+func changedList(p views.Page, tasks []models.ReleaseTask) string {
+	parts := make([]string, 0, len(tasks))
+	for _, t := range tasks {
+		parts = append(parts, "#"+strconv.FormatInt(t.ID, 10)+" "+p.Code(string(t.Status)))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -205,7 +205,7 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 		// A row links to its task and its order, and shows the error.
 		body = getPage(t, b, "/tasks?order=r-1", false, http.StatusOK)
 		row := regexp.MustCompile(`<tr data-testid="task-row"[\s\S]*?</tr>`).FindString(body)
-		for _, want := range []string{`href="/orders/r-1"`, `href="/tasks/`, `stock service timed out`, `<td>超时</td>`, `重试中`} {
+		for _, want := range []string{`href="/orders/r-1"`, `href="/tasks/`, `stock service timed out`, `<td class="nowrap">超时</td>`, `重试中`} {
 			if !strings.Contains(row, want) {
 				t.Errorf("r-1's row lacks %s", want)
 			}
@@ -306,17 +306,27 @@ func TestBulkRerunPages(t *testing.T) {
 				}
 			}
 		}
-		// The preview counts: 3 MANUAL + 2 RETRY inventory tasks.
+		idOf := map[string]string{} // order → its inventory task's id
+		for _, tk := range tkTasks(t, b) {
+			if tk.ResourceType == models.ResInventory {
+				idOf[tk.OrderNo] = fmt.Sprint(tk.ID)
+			}
+		}
+		// The preview lists every task it would touch, each with a ticked box.
 		body := getPage(t, b, "/tasks/rerun?type=inventory&status=MANUAL&status=RETRY", false, http.StatusOK)
 		checkText(t, body, "bulk-count", "5")
 		body = getPage(t, b, "/tasks/rerun?type=inventory&status=MANUAL", true, http.StatusOK)
 		checkText(t, body, "bulk-count", "3")
+		if got, want := bulkRowIDs(body), []string{idOf["m-1"], idOf["m-2"], idOf["m-3"]}; !slices.Equal(got, want) {
+			t.Errorf("listed %v, want %v", got, want)
+		}
 		if got := mustHref(t, body, "bulk-list"); got != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("list link = %q", got)
 		}
-		for _, field := range []string{`name="type" value="inventory"`, `name="status" value="MANUAL"`, `name="expected" value="3"`, `name="reason" required`} {
+		for _, field := range []string{`name="type" value="inventory"`, `name="status" value="MANUAL"`, `name="reason" required`,
+			`name="id" value="` + idOf["m-1"] + `" checked`, "stock short: locked 0, needed 1"} {
 			if !strings.Contains(body, field) {
-				t.Errorf("the form lacks %s", field)
+				t.Errorf("the page lacks %s", field)
 			}
 		}
 		body = getPage(t, b, "/tasks/rerun?type=coupon", false, http.StatusOK)
@@ -324,61 +334,55 @@ func TestBulkRerunPages(t *testing.T) {
 			t.Error("a preview of nothing offers a form")
 		}
 
-		form := url.Values{"type": {"inventory"}, "status": {"MANUAL"}, "expected": {"3"}, "reason": {"   "}}
-		// An empty reason goes back to the preview, with nothing written.
+		form := url.Values{"type": {"inventory"}, "status": {"MANUAL"}, "id": {idOf["m-1"], idOf["m-2"], idOf["m-3"]}, "reason": {"   "}}
+		// An empty reason, or no box ticked, goes back to the preview, with
+		// nothing written.
 		before := snapshot(t, b)
 		loc, body := followPost(t, b, postForm(b, "/tasks/rerun", form, false), false)
 		if loc != "/tasks/rerun?status=MANUAL&type=inventory" || !strings.Contains(body, "请填写重跑原因") {
 			t.Errorf("empty reason went to %s:\n%s", loc, body)
 		}
-		before.sameExcept(t, snapshot(t, b), nil)
-		if b.wakes.Load() != 0 {
-			t.Error("a refused rerun woke the worker")
+		none := url.Values{"type": {"inventory"}, "status": {"MANUAL"}, "reason": {"r"}}
+		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", none, true), false)
+		if flash, _ := testidText(body, "flash"); loc != "/tasks/rerun?status=MANUAL&type=inventory" || !strings.Contains(flash, "Tick at least one task") {
+			t.Errorf("nothing ticked: flash %q at %s", flash, loc)
 		}
-		// Bad form values: 400.
+		before.sameExcept(t, snapshot(t, b), nil)
+		// Bad form values: 400, among them a task the filter does not list
+		// (q-1's quota task under type=inventory).
+		var quotaTask string
+		for _, tk := range tkTasks(t, b) {
+			if tk.OrderNo == "q-1" && tk.ResourceType == models.ResQuota {
+				quotaTask = fmt.Sprint(tk.ID)
+			}
+		}
 		for _, bad := range []url.Values{
-			{"type": {"inventory"}, "status": {"MANUAL"}, "expected": {"x"}, "reason": {"r"}},
-			{"type": {"gold"}, "expected": {"1"}, "reason": {"r"}},
-			{"status": {"MANUAL"}, "expected": {"1"}, "reason": {"r"}},
+			{"type": {"inventory"}, "status": {"MANUAL"}, "id": {"x"}, "reason": {"r"}},
+			{"type": {"gold"}, "id": {"1"}, "reason": {"r"}},
+			{"status": {"MANUAL"}, "id": {"1"}, "reason": {"r"}},
+			{"type": {"inventory"}, "status": {"MANUAL"}, "id": {idOf["m-1"], quotaTask}, "reason": {"r"}},
 		} {
 			if rec := postForm(b, "/tasks/rerun", bad, true); rec.Code != http.StatusBadRequest || strings.Contains(rec.Body.String(), "⟦") {
 				t.Errorf("POST %v = %d\n%s", bad, rec.Code, rec.Body)
 			}
 		}
 		before.sameExcept(t, snapshot(t, b), nil)
-
-		// The operator confirmed 4 and 3 match now: 409, the page again
-		// with the count of now, nothing changed, one refused audit row.
-		b.clock.Advance(time.Minute)
-		tasksBefore := tkTasks(t, b)
-		form.Set("reason", "sku-m recounted")
-		form.Set("expected", "4")
-		before = snapshot(t, b)
-		rec := postForm(b, "/tasks/rerun", form, true)
-		if rec.Code != http.StatusConflict {
-			t.Fatalf("confirming 4 of 3 = %d, want 409\n%s", rec.Code, rec.Body)
-		}
-		checkText(t, rec.Body.String(), "bulk-count", "3")
-		if changed, _ := testidText(rec.Body.String(), "bulk-changed"); !strings.Contains(changed, "you confirmed 4 task(s), and 3 match now") {
-			t.Errorf("changed note = %q", changed)
-		}
-		before.sameExcept(t, snapshot(t, b), map[string]int64{"audit_log": 1})
-		var refused []models.AuditEntry
-		try(t, "audit", b.s.R.Where("action = 'bulk_rerun'").Find(&refused).Error)
-		if len(refused) != 1 || refused[0].Outcome != "refused" || refused[0].Detail != "3 task(s) match, 4 confirmed" {
-			t.Errorf("audit of the refused count = %+v", refused)
-		}
 		if b.wakes.Load() != 0 {
 			t.Error("a refused rerun woke the worker")
 		}
 
-		// The rerun: the three MANUAL inventory tasks, and nothing else.
-		form.Set("expected", "3")
+		// Meanwhile m-3's task was finished: the rerun makes the other two
+		// due, leaves m-3's alone and says so.
+		b.clock.Advance(time.Minute)
+		try(t, "finish m-3", b.s.W.Exec(`UPDATE release_tasks SET status = 'DONE' WHERE id = ?`, idOf["m-3"]).Error)
+		tasksBefore := tkTasks(t, b)
+		form.Set("reason", "sku-m recounted")
 		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", form, true), true)
 		if loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("redirected to %s", loc)
 		}
-		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "3 task(s) made due") {
+		flash, _ := testidText(body, "flash")
+		if !strings.Contains(flash, "2 task(s) made due") || !strings.Contains(flash, "1 ticked task(s) changed meanwhile and were left alone: #"+idOf["m-3"]+" DONE") {
 			t.Errorf("flash = %q", flash)
 		}
 		if b.wakes.Load() != 1 {
@@ -387,7 +391,7 @@ func TestBulkRerunPages(t *testing.T) {
 		now := b.clock.Now()
 		for i, tk := range tkTasks(t, b) {
 			was := tasksBefore[i]
-			if !strings.HasPrefix(was.OrderNo, "m-") {
+			if was.ResourceType != models.ResInventory || (was.OrderNo != "m-1" && was.OrderNo != "m-2") {
 				if !reflect.DeepEqual(tk, was) {
 					t.Errorf("task %d of %s changed:\n%+v\n%+v", tk.ID, tk.OrderNo, was, tk)
 				}
@@ -401,7 +405,7 @@ func TestBulkRerunPages(t *testing.T) {
 		var audit []models.AuditEntry
 		try(t, "audit", b.s.R.Where("action = 'bulk_rerun' AND outcome = 'ok'").Find(&audit).Error)
 		if len(audit) != 1 || audit[0].Target != "tasks:inventory?status=MANUAL" || audit[0].Reason != "sku-m recounted" ||
-			audit[0].Outcome != "ok" || audit[0].Actor != "root" || !strings.Contains(audit[0].Detail, "3 task(s)") {
+			audit[0].Actor != "root" || audit[0].Detail != "2 task(s) made due" {
 			t.Errorf("audit = %+v", audit)
 		}
 		// The audit page links the row to the list it reran, built from the
@@ -410,13 +414,14 @@ func TestBulkRerunPages(t *testing.T) {
 		if want := `href="/tasks?status=MANUAL&amp;type=inventory"`; !strings.Contains(body, want) {
 			t.Errorf("the audit page lacks the link %s", want)
 		}
-		getPage(t, b, "/tasks?status=MANUAL&type=inventory", true, http.StatusOK)
 
-		// Again: nothing matches. An error flash, a refused audit row, nothing else.
+		// The same form again (a double submit): every ticked task changed
+		// meanwhile. An error flash naming them, a refused audit row,
+		// nothing else.
 		before = snapshot(t, b)
-		form.Set("expected", "3")
 		loc, body = followPost(t, b, postForm(b, "/tasks/rerun", form, false), false)
-		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "NOTHING_TO_RERUN") || loc != "/tasks?status=MANUAL&type=inventory" {
+		flash, _ = testidText(body, "flash")
+		if !strings.Contains(flash, "NOTHING_TO_RERUN") || !strings.Contains(flash, "#"+idOf["m-1"]+" 待处理") || loc != "/tasks?status=MANUAL&type=inventory" {
 			t.Errorf("second rerun: flash %q at %s", flash, loc)
 		}
 		if tag := testidTag(body, "flash"); !strings.Contains(tag, "error") {
@@ -427,4 +432,13 @@ func TestBulkRerunPages(t *testing.T) {
 			t.Error("a refused rerun woke the worker")
 		}
 	})
+}
+
+// bulkRowIDs are the task ids the bulk rerun's page lists, in order.
+func bulkRowIDs(body string) []string {
+	var ids []string
+	for _, m := range regexp.MustCompile(`data-testid="bulk-task" data-task-id="(\d+)"`).FindAllStringSubmatch(body, -1) {
+		ids = append(ids, m[1])
+	}
+	return ids
 }

@@ -1,0 +1,258 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"unhold/auth"
+	"unhold/models"
+)
+
+// tkTaskOf is the id of order no's task of type typ.
+func tkTaskOf(t *testing.T, b bundle, no string, typ models.ResourceType) int64 {
+	t.Helper()
+	for _, tk := range tkTasks(t, b) {
+		if tk.OrderNo == no && tk.ResourceType == typ {
+			return tk.ID
+		}
+	}
+	t.Fatalf("no %s task of %s", typ, no)
+	return 0
+}
+
+// The list filters by key (with its type) and by created window, in the
+// page and the API alike; refuses a key without its type and a window
+// that ends before it starts; links each task's key to the key's page;
+// shows "next run" only for tasks that will run; and says in words why a
+// MANUAL task stopped.
+func TestTasksKeyWindowAndWhy(t *testing.T) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
+		start := b.clock.Now()
+		tkShop(t, b, 4)
+		var skuM []string
+		for _, tk := range tkTasks(t, b) {
+			if tk.BizKey == "sku-m" {
+				skuM = append(skuM, fmt.Sprint(tk.ID))
+			}
+		}
+		slices.Reverse(skuM) // newest first
+		body := getPage(t, b, "/tasks?type=inventory&key=sku-m", false, http.StatusOK)
+		if got := tkRowIDs(body); !slices.Equal(got, skuM) {
+			t.Errorf("key=sku-m lists %v, want %v", got, skuM)
+		}
+		api := must[readPage[models.ReleaseTask]](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks?type=inventory&key=sku-m", "")
+		if len(api.Items) != len(skuM) {
+			t.Errorf("the API's key=sku-m lists %d, want %d", len(api.Items), len(skuM))
+		}
+		// p-1 was closed a second after the shop's other orders.
+		p1 := tkTaskOf(t, b, "p-1", models.ResInventory)
+		from := b.clock.Now().Add(-500 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+		q := url.Values{"from": {b.clock.Now().UTC().Format(time.RFC3339)}}
+		body = getPage(t, b, "/tasks?"+q.Encode(), true, http.StatusOK)
+		if got := tkRowIDs(body); !slices.Equal(got, []string{fmt.Sprint(p1)}) {
+			t.Errorf("from=now lists %v, want p-1's task %d", got, p1)
+		}
+		q = url.Values{"to": {b.clock.Now().UTC().Format(time.RFC3339)}, "from": {start.UTC().Format(time.RFC3339)}}
+		api = must[readPage[models.ReleaseTask]](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks?"+q.Encode()+"&limit=500", "")
+		if len(api.Items) != len(tkTasks(t, b))-1 || slices.ContainsFunc(api.Items, func(tk models.ReleaseTask) bool { return tk.ID == p1 }) {
+			t.Errorf("to=now lists %d tasks, want all but p-1's", len(api.Items))
+		}
+		for _, bad := range []string{"key=sku-m", "type=inventory&from=yesterday", "from=" + url.QueryEscape(from) + "x",
+			"from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z"} {
+			getPage(t, b, "/tasks?"+bad, false, http.StatusBadRequest)
+			wantBad(t, b, "/api/v1/tasks?"+bad)
+		}
+		// Rows: the key links to its page; next run only for PENDING/RETRY.
+		body = getPage(t, b, "/tasks?status=MANUAL&status=PENDING", true, http.StatusOK)
+		for _, id := range tkRowIDs(body) {
+			row := taskListRow(body, id)
+			if !strings.Contains(row, `href="/orders/`) || !strings.Contains(row, `href="/tasks/`+id+`"`) {
+				t.Errorf("row %s lacks its order or task link:\n%s", id, row)
+			}
+			next, _ := testidText(row, "task-next")
+			manual := strings.Contains(row, `class="nowrap bad">MANUAL`)
+			if manual != (next == "") {
+				t.Errorf("row %s: MANUAL %v, next run %q", id, manual, next)
+			}
+		}
+		m1 := taskListRow(body, fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)))
+		if href := mustHref(t, m1, "task-key-link"); href != "/inventory/sku-m" {
+			t.Errorf("sku-m links to %q", href)
+		}
+		if why, _ := testidText(m1, "task-why"); why != "stock short: locked 0, needed 1 — fix the stock, then rerun" {
+			t.Errorf("m-1's reason = %q", why)
+		}
+		q1 := taskListRow(body, fmt.Sprint(tkTaskOf(t, b, "q-1", models.ResQuota)))
+		if why, _ := testidText(q1, "task-why"); why != "Activity quota held short: held 0, needed 1 — fix the held amount, then rerun" {
+			t.Errorf("q-1's reason = %q", why)
+		}
+		zh := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), false, http.StatusOK)
+		checkText(t, zh, "task-why", "库存不足：当前锁定 0，需要释放 1 —— 先修正库存，再重跑")
+	})
+}
+
+// taskListRow is the task list's row of task id.
+func taskListRow(body, id string) string {
+	i := strings.Index(body, `data-testid="task-row" data-task-id="`+id+`"`)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(body[i:], "</tr>")
+	return body[i : i+j]
+}
+
+// A task's retries ran out: its reason counts them and quotes the last error.
+func TestTaskWhyExhausted(t *testing.T) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
+		tkShop(t, b, 0)
+		id := tkTaskOf(t, b, "r-1", models.ResInventory)
+		try(t, "exhaust", b.s.W.Exec(`UPDATE release_tasks SET status = 'MANUAL', error_class = 'RETRY_EXHAUSTED', failures = 8, attempts = 8,
+			last_error_class = 'TIMEOUT', last_error = 'warehouse stock service timed out' WHERE id = ?`, id).Error)
+		body := getPage(t, b, fmt.Sprintf("/tasks/%d", id), true, http.StatusOK)
+		checkText(t, body, "task-why", "8 of 8 tries failed, last (TIMEOUT): warehouse stock service timed out — fix the cause, then rerun")
+		if testidTag(body, "task-rerun-form") == "" || testidTag(body, "task-abandon-form") == "" {
+			t.Error("an admin sees no rerun or abandon form on a MANUAL task")
+		}
+		op := b.as(b.mustSignIn("olga", auth.RoleOperator))
+		body = getPage(t, op, fmt.Sprintf("/tasks/%d", id), true, http.StatusOK)
+		if testidTag(body, "task-rerun-form") == "" || testidTag(body, "task-abandon-form") != "" {
+			t.Error("an operator should see the rerun form and not the abandon one")
+		}
+	})
+}
+
+// One task's rerun from its page: reason required, a compare-and-set on its
+// status (a double submit is refused and changes nothing), audited on the
+// task, shown in its history; the API does the same.
+func TestTaskRerunPageAndAPI(t *testing.T) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
+		tkShop(t, b, 0)
+		id := tkTaskOf(t, b, "m-1", models.ResInventory)
+		path := fmt.Sprintf("/tasks/%d", id)
+		before := snapshot(t, b)
+		loc, body := followPost(t, b, postForm(b, path+"/rerun", url.Values{"reason": {" "}}, true), true)
+		if flash, _ := testidText(body, "flash"); loc != path || !strings.Contains(flash, "Give a reason") {
+			t.Errorf("no reason: flash %q at %s", flash, loc)
+		}
+		before.sameExcept(t, snapshot(t, b), nil)
+		viewer := b.as(b.mustSignIn("vera", auth.RoleViewer))
+		if rec := postForm(viewer, path+"/rerun", url.Values{"reason": {"x"}}, true); rec.Code != http.StatusForbidden {
+			t.Errorf("a viewer's rerun = %d, want 403", rec.Code)
+		}
+		loc, body = followPost(t, b, postForm(b, path+"/rerun", url.Values{"reason": {"sku-m recounted"}}, true), true)
+		if flash, _ := testidText(body, "flash"); loc != path || flash != fmt.Sprintf("Task #%d made due; the worker is releasing it now.", id) {
+			t.Errorf("rerun: flash %q at %s", flash, loc)
+		}
+		if b.wakes.Load() != 1 {
+			t.Errorf("wakes = %d, want 1", b.wakes.Load())
+		}
+		if ev := testidElement(body, "task-history"); !strings.Contains(ev, "Rerun") || !strings.Contains(ev, "sku-m recounted") {
+			t.Errorf("history:\n%s", ev)
+		}
+		// A double submit: the task is PENDING now.
+		before = snapshot(t, b)
+		loc, body = followPost(t, b, postForm(b, path+"/rerun", url.Values{"reason": {"sku-m recounted"}}, false), false)
+		if flash, _ := testidText(body, "flash"); loc != path || !strings.Contains(flash, "NOTHING_TO_RERUN") || !strings.Contains(flash, "待处理") {
+			t.Errorf("double submit: flash %q at %s", flash, loc)
+		}
+		before.sameExcept(t, snapshot(t, b), map[string]int64{"audit_log": 1})
+		if b.wakes.Load() != 1 {
+			t.Error("a refused rerun woke the worker")
+		}
+		// The API.
+		other := tkTaskOf(t, b, "m-2", models.ResInventory)
+		api := fmt.Sprintf("/api/v1/tasks/%d/rerun", other)
+		wantError(t, b.call(http.MethodPost, api, `{"reason":""}`), http.StatusBadRequest, "INVALID_INPUT")
+		if got := must[map[string]int64](t, b, http.StatusAccepted, http.MethodPost, api, `{"reason":"recounted"}`); got["tasks"] != 1 {
+			t.Errorf("API rerun = %v", got)
+		}
+		wantError(t, b.call(http.MethodPost, api, `{"reason":"again"}`), http.StatusConflict, "NOTHING_TO_RERUN")
+		wantError(t, b.call(http.MethodPost, "/api/v1/tasks/99999/rerun", `{"reason":"x"}`), http.StatusNotFound, "NOT_FOUND")
+		var audit []models.AuditEntry
+		try(t, "audit", b.s.R.Where("target = ?", fmt.Sprintf("task:%d", other)).Order("id").Find(&audit).Error)
+		if len(audit) != 2 || audit[0].Outcome != "ok" || audit[0].Actor != "token:root" || audit[1].Outcome != "refused" {
+			t.Errorf("API audit = %+v", audit)
+		}
+	})
+}
+
+// An admin abandons a task from its page or the API; an operator cannot;
+// nothing is released; the next reconciliation's ticket names the task,
+// who abandoned it and why.
+func TestTaskAbandonPageAndAPI(t *testing.T) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
+		tkShop(t, b, 0)
+		id := tkTaskOf(t, b, "m-1", models.ResInventory)
+		path := fmt.Sprintf("/tasks/%d", id)
+		op := b.as(b.mustSignIn("olga", auth.RoleOperator))
+		if rec := postForm(op, path+"/abandon", url.Values{"reason": {"x"}}, true); rec.Code != http.StatusForbidden {
+			t.Errorf("an operator's abandon = %d, want 403", rec.Code)
+		}
+		if rec := op.call(http.MethodPost, path+"/abandon", ""); rec.Code != http.StatusForbidden {
+			t.Errorf("an operator's abandon = %d, want 403", rec.Code)
+		}
+		before := snapshot(t, b)
+		loc, body := followPost(t, b, postForm(b, path+"/abandon", url.Values{"reason": {" "}}, true), true)
+		if flash, _ := testidText(body, "flash"); loc != path || !strings.Contains(flash, "Give a reason") {
+			t.Errorf("no reason: flash %q at %s", flash, loc)
+		}
+		before.sameExcept(t, snapshot(t, b), nil)
+		skuBefore, err := b.s.GetSKU(b.ctx, "sku-m")
+		try(t, "sku-m", err)
+		var flowsBefore, flowsAfter int64
+		try(t, "flows", b.s.R.Table("inventory_flows").Count(&flowsBefore).Error)
+		loc, body = followPost(t, b, postForm(b, path+"/abandon", url.Values{"reason": {"sku-m was deleted"}}, true), true)
+		if flash, _ := testidText(body, "flash"); loc != path || !strings.Contains(flash, fmt.Sprintf("Task #%d abandoned", id)) {
+			t.Errorf("abandon: flash %q at %s", flash, loc)
+		}
+		checkText(t, body, "task-status", "ABANDONED")
+		if testidTag(body, "task-rerun-form") != "" || testidTag(body, "task-abandon-form") != "" {
+			t.Error("an abandoned task still offers its forms")
+		}
+		// Nothing released: no ledger row, no stock moved.
+		skuAfter, err := b.s.GetSKU(b.ctx, "sku-m")
+		try(t, "sku-m", err)
+		try(t, "flows", b.s.R.Table("inventory_flows").Count(&flowsAfter).Error)
+		if skuAfter.Locked != skuBefore.Locked || skuAfter.Available != skuBefore.Available || flowsAfter != flowsBefore {
+			t.Errorf("an abandon moved stock: %+v → %+v, flows %d → %d", skuBefore, skuAfter, flowsBefore, flowsAfter)
+		}
+		loc, body = followPost(t, b, postForm(b, path+"/abandon", url.Values{"reason": {"again"}}, false), false)
+		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "TASK_NOT_ABANDONABLE") {
+			t.Errorf("abandon again: flash %q at %s", flash, loc)
+		}
+		// The API.
+		other := tkTaskOf(t, b, "m-2", models.ResInventory)
+		api := fmt.Sprintf("/api/v1/tasks/%d/abandon", other)
+		got := must[models.ChainTask](t, b, http.StatusOK, http.MethodPost, api, `{"reason":"sku-m was deleted"}`)
+		if got.Status != models.TaskAbandoned {
+			t.Errorf("API abandon = %+v", got.ReleaseTask)
+		}
+		wantError(t, b.call(http.MethodPost, api, `{"reason":"again"}`), http.StatusConflict, "TASK_NOT_ABANDONABLE")
+
+		// Reconciliation: sku-m's ticket names both abandoned tasks.
+		try(t, "restore sku-m's locked", b.s.W.Exec("UPDATE inventory SET locked = 3 WHERE sku_id = 'sku-m'").Error)
+		ans := must[reconAnswer](t, b, http.StatusOK, http.MethodPost, "/api/v1/reconcile", "")
+		var ticket *models.DiffTicket
+		for i, d := range ans.Tickets {
+			if d.BizKey == "sku-m" {
+				ticket = &ans.Tickets[i]
+			}
+		}
+		if ticket == nil || ticket.Actual-ticket.Expected != 2 || !strings.Contains(ticket.Orders, "m-1") {
+			t.Fatalf("sku-m's ticket = %+v in %+v", ticket, ans.Tickets)
+		}
+		page := getPage(t, b, fmt.Sprintf("/recon/diffs/%d", ticket.ID), true, http.StatusOK)
+		ab := testidElement(page, "diff-abandoned")
+		for _, want := range []string{fmt.Sprintf(`href="/tasks/%d"`, id), fmt.Sprintf(`href="/tasks/%d"`, other), "abandoned by root: sku-m was deleted",
+			"abandoned by token:root: sku-m was deleted", `href="/orders/m-1"`} {
+			if !strings.Contains(ab, want) {
+				t.Errorf("the ticket's abandoned tasks lack %s:\n%s", want, ab)
+			}
+		}
+	})
+}
