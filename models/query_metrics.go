@@ -160,10 +160,7 @@ func (s *Store) ReleaseHealth(ctx context.Context, r OverviewRange) (Health, err
 	}
 	h.DueBacklog, h.OldestDue, h.Retry, h.Manual = q.Due, q.OldestDue, q.Retry, q.Manual
 
-	if err := s.attemptStats(ctx, &h); err != nil {
-		return h, err
-	}
-	if err := s.chartCounts(ctx, &h); err != nil {
+	if err := s.attemptCounts(ctx, &h); err != nil {
 		return h, err
 	}
 	if h.LastDay.Duplicates > 0 {
@@ -175,13 +172,18 @@ func (s *Store) ReleaseHealth(ctx context.Context, r OverviewRange) (Health, err
 	return h, nil
 }
 
-// attemptStats counts the last day's attempts (the last week's with
-// RangeWeek) by outcome, type and class, split at an hour and a day ago,
-// from the rollup. Every window starts on a minute (windowStart), so they
-// are up to a minute shorter than their span, and Since says where they
-// start: a minute less in a day, or in an hour, does not change what the
-// overview tells.
-func (s *Store) attemptStats(ctx context.Context, h *Health) error {
+// attemptCounts reads the windows and the chart from the rollup in one
+// pass. The windows count the last hour's, day's (and with RangeWeek the
+// week's) attempts by outcome, type and class. Every window starts on a
+// minute (windowStart), so they are up to a minute shorter than their
+// span, and Since says where they start: a minute less in a day, or in an
+// hour, does not change what the overview tells. The chart sums the
+// range's minutes into columns of its step (an hour's on the hour), the
+// last holding now. The rows read back are the columns' and windows'
+// keys, not the span's minutes; a week reads every row of the table but
+// the eighth day's, so it scans the table rather than the index (see
+// BenchmarkReleaseHealthWeek).
+func (s *Store) attemptCounts(ctx context.Context, h *Health) error {
 	hour, day := windowStart(h.Now.Add(-time.Hour)), windowStart(h.Now.Add(-24*time.Hour))
 	h.LastHour, h.LastDay = newAttemptStats(hour, s.types), newAttemptStats(day, s.types)
 	// windows are the nested windows, shortest first; a row of the age
@@ -193,18 +195,34 @@ func (s *Store) attemptStats(ctx context.Context, h *Health) error {
 		h.LastWeek = newAttemptStats(oldest, s.types)
 		windows = append(windows, &h.LastWeek)
 	}
+	step, n := h.Range.Step(), h.Range.Buckets()
+	start := h.Now.Truncate(step).Add(-time.Duration(n-1) * step)
+	h.Buckets = make([]MinuteCount, n)
+	for i := range h.Buckets {
+		h.Buckets[i].At = start.Add(time.Duration(i) * step)
+	}
+	from, minute := oldest, "minute"
+	if start.Before(from) {
+		from = start
+	}
+	if h.Range == RangeWeek {
+		minute = "+minute" // SQLite: no index for this term, a plain scan
+	}
 	type row struct {
+		Col          int64
+		Age          int
 		Outcome      string
 		ResourceType ResourceType
 		ErrorClass   ErrorClass
-		Age          int
 		N            int64
 	}
 	var rows []row
-	err := s.R.WithContext(ctx).Raw(`SELECT outcome, resource_type, error_class,
-		CASE WHEN minute >= ? THEN 0 WHEN minute >= ? THEN 1 ELSE 2 END AS age, SUM(n) AS n
-		FROM attempt_minutes WHERE minute >= ? AND outcome IN ('DONE','DUPLICATE','RETRY','MANUAL')
-		GROUP BY outcome, resource_type, error_class, age`, hour.Unix(), day.Unix(), oldest.Unix()).Scan(&rows).Error
+	err := s.R.WithContext(ctx).Raw(`SELECT CASE WHEN minute >= ? THEN (minute - ?) / ? ELSE -1 END AS col,
+		CASE WHEN minute >= ? THEN 0 WHEN minute >= ? THEN 1 WHEN minute >= ? THEN 2 ELSE 3 END AS age,
+		outcome, resource_type, error_class, SUM(n) AS n
+		FROM attempt_minutes WHERE `+minute+` >= ? AND outcome IN ('DONE','DUPLICATE','RETRY','MANUAL')
+		GROUP BY col, age, outcome, resource_type, error_class`,
+		start.Unix(), start.Unix(), int64(step/time.Second), hour.Unix(), day.Unix(), oldest.Unix(), from.Unix()).Scan(&rows).Error
 	if err != nil {
 		return fmt.Errorf("count attempts: %w", err)
 	}
@@ -213,6 +231,14 @@ func (s *Store) attemptStats(ctx context.Context, h *Health) error {
 		classes[i] = map[ErrorClass]int64{}
 	}
 	for _, r := range rows {
+		if r.Col >= 0 && r.Col < int64(n) { // else before the chart, or a clock step back
+			switch r.Outcome {
+			case OutcomeDone:
+				h.Buckets[r.Col].Released += r.N
+			case OutcomeRetry, OutcomeManual:
+				h.Buckets[r.Col].Failed += r.N
+			}
+		}
 		if r.Age < 0 || r.Age >= len(windows) {
 			continue
 		}
@@ -264,40 +290,4 @@ func (a *AttemptStats) typeStats(t ResourceType) *TypeStats {
 	}
 	a.ByType = append(a.ByType, TypeStats{Type: t})
 	return &a.ByType[len(a.ByType)-1]
-}
-
-// chartCounts reads the range's chart from the rollup: its minutes summed
-// into columns of the range's step in the database, so the rows read back
-// are the chart's columns, not the span's minutes. Columns start on a
-// multiple of the step (an hour's on the hour), the last holding now.
-func (s *Store) chartCounts(ctx context.Context, h *Health) error {
-	step, n := h.Range.Step(), h.Range.Buckets()
-	start := h.Now.Truncate(step).Add(-time.Duration(n-1) * step)
-	type row struct {
-		Col     int64
-		Outcome string
-		N       int64
-	}
-	var rows []row
-	err := s.R.WithContext(ctx).Raw(`SELECT (minute - ?) / ? AS col, outcome, SUM(n) AS n FROM attempt_minutes
-		WHERE minute >= ? AND outcome IN ('DONE','RETRY','MANUAL') GROUP BY col, outcome`,
-		start.Unix(), int64(step/time.Second), start.Unix()).Scan(&rows).Error
-	if err != nil {
-		return fmt.Errorf("count attempts by %s: %w", step, err)
-	}
-	h.Buckets = make([]MinuteCount, n)
-	for i := range h.Buckets {
-		h.Buckets[i].At = start.Add(time.Duration(i) * step)
-	}
-	for _, r := range rows {
-		if r.Col < 0 || r.Col >= int64(n) {
-			continue // finished after now: a clock step back
-		}
-		if r.Outcome == OutcomeDone {
-			h.Buckets[r.Col].Released += r.N
-		} else {
-			h.Buckets[r.Col].Failed += r.N
-		}
-	}
-	return nil
 }

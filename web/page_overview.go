@@ -61,6 +61,7 @@ func (s *server) overview(c *echo.Context) error {
 		DiffsAt:       diffsAt,
 		DayDuplicates: h.LastDay.Duplicates,
 		Range:         string(rng),
+		LiveEvery:     views.LiveEvery,
 		BacklogURL:    tasksURL("/tasks", models.TaskFilter{Due: true}),
 		OldestURL:     tasksURL("/tasks", models.TaskFilter{Due: true}, "sort", "old"),
 		ManualURL:     tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskManual}}),
@@ -68,6 +69,11 @@ func (s *server) overview(c *echo.Context) error {
 		DiffsURL:      "/recon",
 		Latency: views.OverviewLatency{Count: lat.Count, OverTarget: lat.OverTarget, Target: models.LatencyTarget,
 			P50: lat.Quantile(0.5), P95: lat.Quantile(0.95), P99: lat.Quantile(0.99)},
+	}
+	if rng == models.RangeWeek {
+		// A week's read scans the whole rollup (hundreds of ms on a busy
+		// shop's SQLite), and its hourly chart changes slowly.
+		v.LiveEvery = views.LiveSlow
 	}
 	for _, r := range []models.OverviewRange{models.RangeHour, models.RangeDay, models.RangeWeek} {
 		v.Ranges = append(v.Ranges, views.OverviewRangeLink{ID: string(r), URL: "/?range=" + url.QueryEscape(string(r)), Active: r == rng})

@@ -194,9 +194,11 @@ func TestOverviewRange(t *testing.T) {
 			if !strings.Contains(testidElement(hour, "ov-chart-minutes"), `viewBox="0 0 180 `) {
 				t.Error("the hour's chart is not 60 columns wide")
 			}
-			for _, body := range []string{week, day, hour} {
+			// The week redraws every minute, the others every 5 s.
+			for _, page := range []struct{ body, every string }{{week, "60"}, {day, "5"}, {hour, "5"}} {
+				body := page.body
 				region := testidElement(body, "live-region")
-				if !strings.Contains(testidTag(body, "live-region"), `data-live="5"`) || !strings.Contains(region, `data-testid="drawn-at"`) ||
+				if !strings.Contains(testidTag(body, "live-region"), `data-live="`+page.every+`"`) || !strings.Contains(region, `data-testid="drawn-at"`) ||
 					!strings.Contains(region, `data-testid="ov-backlog"`) {
 					t.Fatalf("no live region with the stamp and the numbers: %s", testidTag(body, "live-region"))
 				}
