@@ -16,15 +16,16 @@
 	});
 })();
 
-// Live regions. A page's element marked data-live="N" is redrawn every N
-// seconds from the page's own URL (the same GET, so the same filters and
-// the same rights), swapped in whole. It waits while the viewer is busy
-// with the page — typing in a field, a changed field in the region, a
-// selection, focus inside the region — or the tab is hidden, or nobody has
-// touched the page for idleMs (so an open tab does not keep its session
-// alive forever against the server's idle limit). The toggle's choice is
-// kept per browser. Every text comes from the stamp's data attributes, in
-// the page's language. A redirect (the session ended) stops it.
+// Live pages. A page carrying a stamp marked data-live="N" (views.LiveStamp)
+// has its <main> redrawn every N seconds from the page's own URL (the same
+// GET, so the same filters and the same rights), swapped in whole. It waits
+// while the viewer is busy with the page — typing in a field, a field
+// changed from how it was drawn, a selection, focus inside <main> — or the
+// tab is hidden, or nobody has touched the page for idleMs (so an open tab
+// does not keep its session alive forever against the server's idle
+// limit). The toggle's choice is kept per browser. Every text comes from
+// the stamp's data attributes, in the page's language. A redirect (the
+// session ended) stops it.
 (function () {
 	if (!window.fetch || !window.DOMParser || !document.querySelector("[data-live]")) {
 		return;
@@ -39,8 +40,11 @@
 		document.addEventListener(name, function () { lastActive = Date.now(); }, { passive: true, capture: true });
 	});
 
-	function region() { return document.querySelector("[data-live]"); }
-	function every() { return (parseInt(region().getAttribute("data-live"), 10) || 5) * 1000; }
+	function stamp() { return document.querySelector("[data-live]"); }
+	// regionOf is what a redraw replaces: the stamp's <main>.
+	function regionOf(st) { return st.closest("main") || st.parentNode; }
+	function region() { return regionOf(stamp()); }
+	function every() { return (parseInt(stamp().getAttribute("data-live"), 10) || 5) * 1000; }
 
 	function isField(el) {
 		return !!el && (el.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(el.tagName));
@@ -79,16 +83,15 @@
 	// show writes the state and the toggle after the stamp, adding them
 	// after each redraw (the stamp comes new with the region).
 	function show() {
-		var stamp = document.querySelector("[data-live-stamp]");
-		if (!stamp) { return; }
-		var state = stamp.querySelector("[data-live-state]");
-		var toggle = stamp.querySelector("[data-live-toggle]");
+		var st = stamp();
+		var state = st.querySelector("[data-live-state]");
+		var toggle = st.querySelector("[data-live-toggle]");
 		if (!state) {
 			state = document.createElement("span");
 			state.setAttribute("data-live-state", "");
 			state.setAttribute("data-testid", "live-state");
-			stamp.appendChild(document.createTextNode(" · "));
-			stamp.appendChild(state);
+			st.appendChild(document.createTextNode(" · "));
+			st.appendChild(state);
 			toggle = document.createElement("button");
 			toggle.type = "button";
 			toggle.className = "secondary";
@@ -101,10 +104,10 @@
 				show();
 				if (!off) { schedule(0); }
 			});
-			stamp.appendChild(document.createTextNode(" "));
-			stamp.appendChild(toggle);
+			st.appendChild(document.createTextNode(" "));
+			st.appendChild(toggle);
 		}
-		var w = why(), d = stamp.dataset;
+		var w = why(), d = st.dataset;
 		state.textContent = failed && !w ? d.failed : ({ stopped: d.stopped, off: d.off, paused: d.paused, idle: d.idle }[w] || d.every);
 		state.setAttribute("data-state", w || "on");
 		toggle.textContent = off ? d.start : d.stop;
@@ -143,7 +146,7 @@
 				var cur = region();
 				var open = [];
 				cur.querySelectorAll("details").forEach(function (d, i) { if (d.open) { open.push(i); } });
-				var fresh = document.importNode(next, true);
+				var fresh = document.importNode(regionOf(next), true);
 				var details = fresh.querySelectorAll("details");
 				open.forEach(function (i) { if (details[i]) { details[i].open = true; } });
 				cur.replaceWith(fresh);
