@@ -66,6 +66,13 @@
 		}
 		return false;
 	}
+	// withoutStamp is a region's markup but its stamp, which changes on
+	// every draw.
+	function withoutStamp(r) {
+		var c = r.cloneNode(true), st = c.querySelector("[data-live]");
+		if (st) { st.remove(); }
+		return c.innerHTML;
+	}
 	// why says why the region is not redrawn now: "" to redraw.
 	function why() {
 		if (ended) { return "stopped"; }
@@ -143,10 +150,17 @@
 				if (html === null || why()) { return; }
 				var next = new DOMParser().parseFromString(html, "text/html").querySelector("[data-live]");
 				if (!next) { return; }
-				var cur = region();
+				var cur = region(), nextRegion = regionOf(next);
+				// Nothing changed but the time: only the time is redrawn,
+				// and the page's nodes (and what the viewer points at) stay.
+				if (withoutStamp(cur) === withoutStamp(nextRegion)) {
+					var t = stamp().querySelector("time"), nt = next.querySelector("time");
+					if (t && nt) { t.replaceWith(document.importNode(nt, true)); }
+					return;
+				}
 				var open = [];
 				cur.querySelectorAll("details").forEach(function (d, i) { if (d.open) { open.push(i); } });
-				var fresh = document.importNode(regionOf(next), true);
+				var fresh = document.importNode(nextRegion, true);
 				var details = fresh.querySelectorAll("details");
 				open.forEach(function (i) { if (details[i]) { details[i].open = true; } });
 				cur.replaceWith(fresh);
