@@ -11,8 +11,58 @@ import (
 // overview shows it red: a longer wait means no worker is draining.
 const OldestDueLimit = 10 * time.Minute
 
-// ChartMinutes is how many minutes the releases-per-minute chart shows.
-const ChartMinutes = 180
+// OverviewRange is the span of the overview's chart and of its third
+// window of attempts: the last hour, day or week.
+type OverviewRange string
+
+const (
+	RangeHour OverviewRange = "1h"
+	RangeDay  OverviewRange = "24h"
+	RangeWeek OverviewRange = "7d"
+)
+
+// DefaultRange is the overview's range when the request names none.
+const DefaultRange = RangeDay
+
+// ParseOverviewRange reads a range as the overview's "range" parameter
+// spells it; "" is DefaultRange.
+func ParseOverviewRange(s string) (OverviewRange, error) {
+	switch r := OverviewRange(s); r {
+	case "":
+		return DefaultRange, nil
+	case RangeHour, RangeDay, RangeWeek:
+		return r, nil
+	}
+	return "", fmt.Errorf("%w: range must be 1h, 24h or 7d, not %q", ErrInvalid, s)
+}
+
+// Span is how far back the range reaches.
+func (r OverviewRange) Span() time.Duration {
+	switch r {
+	case RangeHour:
+		return time.Hour
+	case RangeWeek:
+		return 7 * 24 * time.Hour
+	}
+	return 24 * time.Hour
+}
+
+// Step is how long one column of the range's chart is: a minute over an
+// hour, ten minutes over a day, an hour over a week, so each chart has 60
+// to 168 columns and a week's is summed in the database from its 10,080
+// rollup minutes.
+func (r OverviewRange) Step() time.Duration {
+	switch r {
+	case RangeHour:
+		return time.Minute
+	case RangeWeek:
+		return time.Hour
+	}
+	return 10 * time.Minute
+}
+
+// Buckets is how many columns the range's chart has.
+func (r OverviewRange) Buckets() int { return int(r.Span() / r.Step()) }
 
 // Health is the numbers that say whether releases are healthy right now.
 type Health struct {
@@ -25,9 +75,13 @@ type Health struct {
 	Retry      int64
 	LastHour   AttemptStats
 	LastDay    AttemptStats
-	// Minutes holds ChartMinutes one-minute buckets, oldest first, the last
-	// one being the current minute.
-	Minutes []MinuteCount
+	// Range is the chart's span; with RangeWeek, LastWeek counts the
+	// week's attempts as LastDay the day's (else it is zero).
+	Range    OverviewRange
+	LastWeek AttemptStats
+	// Buckets holds Range.Buckets() buckets of Range.Step(), oldest
+	// first, the last one holding now.
+	Buckets []MinuteCount
 	// RecentDuplicates are the latest DUPLICATE attempts of the last day.
 	RecentDuplicates []TaskAttempt
 }
@@ -76,8 +130,8 @@ type ClassStats struct {
 	Failures int64
 }
 
-// MinuteCount is one minute of the chart: tasks released (DONE) and
-// attempts failed.
+// MinuteCount is one column of the chart, starting At: tasks released
+// (DONE) and attempts failed.
 type MinuteCount struct {
 	At       time.Time
 	Released int64
@@ -89,10 +143,15 @@ type MinuteCount struct {
 // the per-minute rollup attempt_minutes (see rollup), so they cost the
 // window's minutes, not its attempts (100,000 attempts in the last hour
 // were two scans of 100,000 index entries); the latest duplicates by
-// (outcome, finished_at), ten entries.
-func (s *Store) ReleaseHealth(ctx context.Context) (Health, error) {
+// (outcome, finished_at), ten entries. A week's chart and window read
+// 10,080 minutes of the rollup, summed in the database (see Step).
+func (s *Store) ReleaseHealth(ctx context.Context, r OverviewRange) (Health, error) {
 	now := s.Now()
-	h := Health{Now: now}
+	r, err := ParseOverviewRange(string(r))
+	if err != nil {
+		return Health{}, err
+	}
+	h := Health{Now: now, Range: r}
 	db := s.R.WithContext(ctx)
 
 	q, err := s.ReleaseQueue(ctx)
@@ -101,10 +160,7 @@ func (s *Store) ReleaseHealth(ctx context.Context) (Health, error) {
 	}
 	h.DueBacklog, h.OldestDue, h.Retry, h.Manual = q.Due, q.OldestDue, q.Retry, q.Manual
 
-	if err := s.attemptStats(ctx, &h); err != nil {
-		return h, err
-	}
-	if err := s.minuteCounts(ctx, &h); err != nil {
+	if err := s.attemptCounts(ctx, &h); err != nil {
 		return h, err
 	}
 	if h.LastDay.Duplicates > 0 {
@@ -116,36 +172,77 @@ func (s *Store) ReleaseHealth(ctx context.Context) (Health, error) {
 	return h, nil
 }
 
-// attemptStats counts the last day's attempts by outcome, type and class,
-// split at an hour ago, from the rollup. Both windows start on a minute
-// (windowStart), so they are up to a minute shorter than an hour and a day,
-// and Since says where they start: a minute less in a day, or in an hour,
-// does not change what the overview tells.
-func (s *Store) attemptStats(ctx context.Context, h *Health) error {
+// attemptCounts reads the windows and the chart from the rollup in one
+// pass. The windows count the last hour's, day's (and with RangeWeek the
+// week's) attempts by outcome, type and class. Every window starts on a
+// minute (windowStart), so they are up to a minute shorter than their
+// span, and Since says where they start: a minute less in a day, or in an
+// hour, does not change what the overview tells. The chart sums the
+// range's minutes into columns of its step (an hour's on the hour), the
+// last holding now. The rows read back are the columns' and windows'
+// keys, not the span's minutes; a week reads every row of the table but
+// the eighth day's, so it scans the table rather than the index (see
+// BenchmarkReleaseHealthWeek).
+func (s *Store) attemptCounts(ctx context.Context, h *Health) error {
 	hour, day := windowStart(h.Now.Add(-time.Hour)), windowStart(h.Now.Add(-24*time.Hour))
+	h.LastHour, h.LastDay = newAttemptStats(hour, s.types), newAttemptStats(day, s.types)
+	// windows are the nested windows, shortest first; a row of the age
+	// index i counts in windows[i:].
+	windows := []*AttemptStats{&h.LastHour, &h.LastDay}
+	oldest := day
+	if h.Range == RangeWeek {
+		oldest = windowStart(h.Now.Add(-RangeWeek.Span()))
+		h.LastWeek = newAttemptStats(oldest, s.types)
+		windows = append(windows, &h.LastWeek)
+	}
+	step, n := h.Range.Step(), h.Range.Buckets()
+	start := h.Now.Truncate(step).Add(-time.Duration(n-1) * step)
+	h.Buckets = make([]MinuteCount, n)
+	for i := range h.Buckets {
+		h.Buckets[i].At = start.Add(time.Duration(i) * step)
+	}
+	from, minute := oldest, "minute"
+	if start.Before(from) {
+		from = start
+	}
+	if h.Range == RangeWeek {
+		minute = "+minute" // SQLite: no index for this term, a plain scan
+	}
 	type row struct {
+		Col          int64
+		Age          int
 		Outcome      string
 		ResourceType ResourceType
 		ErrorClass   ErrorClass
-		Recent       int
 		N            int64
 	}
 	var rows []row
-	err := s.R.WithContext(ctx).Raw(`SELECT outcome, resource_type, error_class,
-		CASE WHEN minute >= ? THEN 1 ELSE 0 END AS recent, SUM(n) AS n
-		FROM attempt_minutes WHERE minute >= ? AND outcome IN ('DONE','DUPLICATE','RETRY','MANUAL')
-		GROUP BY outcome, resource_type, error_class, recent`, hour.Unix(), day.Unix()).Scan(&rows).Error
+	err := s.R.WithContext(ctx).Raw(`SELECT CASE WHEN minute >= ? THEN (minute - ?) / ? ELSE -1 END AS col,
+		CASE WHEN minute >= ? THEN 0 WHEN minute >= ? THEN 1 WHEN minute >= ? THEN 2 ELSE 3 END AS age,
+		outcome, resource_type, error_class, SUM(n) AS n
+		FROM attempt_minutes WHERE `+minute+` >= ? AND outcome IN ('DONE','DUPLICATE','RETRY','MANUAL')
+		GROUP BY col, age, outcome, resource_type, error_class`,
+		start.Unix(), start.Unix(), int64(step/time.Second), hour.Unix(), day.Unix(), oldest.Unix(), from.Unix()).Scan(&rows).Error
 	if err != nil {
 		return fmt.Errorf("count attempts: %w", err)
 	}
-	h.LastHour, h.LastDay = newAttemptStats(hour, s.types), newAttemptStats(day, s.types)
-	classes := [2]map[ErrorClass]int64{{}, {}}
+	classes := make([]map[ErrorClass]int64, len(windows))
+	for i := range classes {
+		classes[i] = map[ErrorClass]int64{}
+	}
 	for _, r := range rows {
-		windows := []*AttemptStats{&h.LastDay}
-		if r.Recent == 1 {
-			windows = append(windows, &h.LastHour)
+		if r.Col >= 0 && r.Col < int64(n) { // else before the chart, or a clock step back
+			switch r.Outcome {
+			case OutcomeDone:
+				h.Buckets[r.Col].Released += r.N
+			case OutcomeRetry, OutcomeManual:
+				h.Buckets[r.Col].Failed += r.N
+			}
 		}
-		for i, w := range windows {
+		if r.Age < 0 || r.Age >= len(windows) {
+			continue
+		}
+		for i, w := range windows[r.Age:] {
 			ts := w.typeStats(r.ResourceType)
 			switch r.Outcome {
 			case OutcomeDone, OutcomeDuplicate:
@@ -157,11 +254,11 @@ func (s *Store) attemptStats(ctx context.Context, h *Health) error {
 			default:
 				w.Failures += r.N
 				ts.Failures += r.N
-				classes[i][r.ErrorClass] += r.N
+				classes[r.Age+i][r.ErrorClass] += r.N
 			}
 		}
 	}
-	for i, w := range []*AttemptStats{&h.LastDay, &h.LastHour} {
+	for i, w := range windows {
 		for c, n := range classes[i] {
 			w.ByClass = append(w.ByClass, ClassStats{Class: c, Failures: n})
 		}
@@ -193,37 +290,4 @@ func (a *AttemptStats) typeStats(t ResourceType) *TypeStats {
 	}
 	a.ByType = append(a.ByType, TypeStats{Type: t})
 	return &a.ByType[len(a.ByType)-1]
-}
-
-// minuteCounts reads the last ChartMinutes minutes of attempts from the
-// rollup, whose minutes are the chart's.
-func (s *Store) minuteCounts(ctx context.Context, h *Health) error {
-	start := h.Now.Truncate(time.Minute).Add(-(ChartMinutes - 1) * time.Minute)
-	type row struct {
-		Minute  int64
-		Outcome string
-		N       int64
-	}
-	var rows []row
-	err := s.R.WithContext(ctx).Raw(`SELECT minute, outcome, SUM(n) AS n FROM attempt_minutes
-		WHERE minute >= ? AND outcome IN ('DONE','RETRY','MANUAL') GROUP BY minute, outcome`, start.Unix()).Scan(&rows).Error
-	if err != nil {
-		return fmt.Errorf("count attempts by minute: %w", err)
-	}
-	h.Minutes = make([]MinuteCount, ChartMinutes)
-	for i := range h.Minutes {
-		h.Minutes[i].At = start.Add(time.Duration(i) * time.Minute)
-	}
-	for _, r := range rows {
-		i := int((r.Minute - start.Unix()) / 60)
-		if i < 0 || i >= ChartMinutes {
-			continue // finished after now: a clock step back
-		}
-		if r.Outcome == OutcomeDone {
-			h.Minutes[i].Released += r.N
-		} else {
-			h.Minutes[i].Failed += r.N
-		}
-	}
-	return nil
 }

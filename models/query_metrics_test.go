@@ -28,11 +28,11 @@ func TestReleaseHealth(t *testing.T) {
 			b.clock.Advance(30 * time.Second)
 			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
 			must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-1", 1000, "test"); return err })
-			h, err := b.s.ReleaseHealth(b.ctx)
+			h, err := b.s.ReleaseHealth(b.ctx, models.RangeDay)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.DueBacklog != 0 || !h.OldestDue.IsZero() || h.LastDay.Success+h.LastDay.Failures != 0 || len(h.Minutes) != models.ChartMinutes {
+			if h.DueBacklog != 0 || !h.OldestDue.IsZero() || h.LastDay.Success+h.LastDay.Failures != 0 || len(h.Buckets) != models.RangeDay.Buckets() {
 				t.Fatalf("empty shop health = %+v", h)
 			}
 			if _, ok := h.LastDay.SuccessRate(); ok {
@@ -50,7 +50,7 @@ func TestReleaseHealth(t *testing.T) {
 			b.closedOrders(t, 3, 1)
 			b.clock.Advance(11 * time.Minute)
 
-			h, err = b.s.ReleaseHealth(b.ctx)
+			h, err = b.s.ReleaseHealth(b.ctx, models.RangeDay)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,27 +74,28 @@ func TestReleaseHealth(t *testing.T) {
 			if len(h.LastHour.ByClass) != 1 || h.LastHour.ByClass[0] != (models.ClassStats{Class: models.ClassDBBusy, Failures: 1}) {
 				t.Errorf("hour by class = %+v", h.LastHour.ByClass)
 			}
-			// The minute chart: two releases and one failure 11 minutes ago;
-			// the releases of two hours ago 131 minutes back.
-			last := len(h.Minutes) - 1
-			if !h.Minutes[last].At.Equal(b.clock.Now().Truncate(time.Minute)) {
-				t.Fatalf("last bucket at %s, now %s", h.Minutes[last].At, b.clock.Now())
+			// The day's chart, in ten minutes: now is 2:11:30 past the start,
+			// so two releases and one failure (at 2:00:30) are in the column
+			// before the last; the releases of two hours ago 13 columns back.
+			last := len(h.Buckets) - 1
+			if !h.Buckets[last].At.Equal(b.clock.Now().Truncate(10 * time.Minute)) {
+				t.Fatalf("last bucket at %s, now %s", h.Buckets[last].At, b.clock.Now())
 			}
-			for i, m := range h.Minutes {
+			for i, m := range h.Buckets {
 				want := models.MinuteCount{At: m.At}
 				switch last - i {
-				case 11:
+				case 1:
 					want.Released, want.Failed = 2, 1
-				case 131:
+				case 13:
 					want.Released = 2
 				}
 				if m != want {
-					t.Errorf("minute %d (%s) = %+v, want %+v", i, m.At, m, want)
+					t.Errorf("column %d (%s) = %+v, want %+v", i, m.At, m, want)
 				}
 			}
 			// A day later everything has left both windows.
 			b.clock.Advance(24 * time.Hour)
-			h, _ = b.s.ReleaseHealth(b.ctx)
+			h, _ = b.s.ReleaseHealth(b.ctx, models.RangeDay)
 			if h.LastDay.Success+h.LastDay.Failures != 0 {
 				t.Errorf("a day later: %+v", h.LastDay)
 			}
@@ -153,7 +154,7 @@ func BenchmarkReleaseHealth(b *testing.B) {
 			}
 			b.ResetTimer()
 			for range b.N {
-				h, err := s.ReleaseHealth(context.Background())
+				h, err := s.ReleaseHealth(context.Background(), models.RangeHour)
 				if err != nil {
 					b.Fatal(err)
 				}

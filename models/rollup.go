@@ -13,8 +13,12 @@ import (
 
 // RollupRetention is how long the per-minute rollups (attempt_minutes,
 // latency_minutes) are kept: the longest window read from them, the
-// overview's last day, with two hours' margin for clocks that differ.
-const RollupRetention = 26 * time.Hour
+// overview's last week (RangeWeek), and a day more, so a week read just
+// before the daily cleanup, or by an instance whose clock runs behind,
+// still finds every minute. A week of a busy shop is about 10,080 minutes
+// times the few outcome, type and class keys of each: tens of thousands of
+// small rows.
+const RollupRetention = 8 * 24 * time.Hour
 
 // The rollups sum what the overview reads per minute, as the attempts are
 // written: attempt_minutes counts the attempts by the minute they

@@ -44,12 +44,9 @@ var overviewText = text{
 	"overview.dups.task":      {"任务", "Task"},
 	"overview.dups.worker":    {"执行者", "Worker"},
 
-	"overview.chart.minutes":  {"最近 3 小时每分钟释放数", "Releases per minute, last 3 hours"},
 	"overview.chart.released": {"已释放", "released"},
 	"overview.chart.failed":   {"失败", "failed"},
-	"overview.chart.max":      {"峰值 %d/分钟", "peak %d/min"},
 	"overview.chart.title":    {"%s：释放 %d，失败 %d", "%s: %d released, %d failed"},
-	"overview.chart.types":    {"最近 24 小时各资源类型失败次数", "Failures by resource type, last 24 hours"},
 
 	"overview.latency":        {"关单→释放耗时（最近 1 小时）", "Close → released, last hour"},
 	"overview.latency.help":   {"从关单到资源退回（任务 DONE）的时间，按最近 1 小时释放的任务计，由数据库算出，各实例相同。一次成功的任务从到期时算起（SKU 的延迟释放是店铺的设置，不计入），重试过的从关单算起；人工重跑的不计。分位数在固定区间内插值，与 Prometheus 相同。", "From an order's close to the release of what it held (the task DONE), over the tasks released in the last hour, read from the database, so every instance shows the same. A task released on its first try counts from when it was due (a SKU's release delay is the shop's setting, not latency), a retried one from the close; reruns do not count. Quantiles are interpolated inside fixed buckets, as Prometheus does."},

@@ -70,9 +70,12 @@ func samplePages(lang Lang, role string) map[string]templ.Component {
 	run := ReconRunRow{ID: 2, Trigger: "CRON", Actor: "cron", Status: "FAILED", Error: "boom", StartedAt: at, FinishedAt: ptr(testNow), Found: 1}
 	return map[string]templ.Component{
 		"overview": OverviewPage(pg("overview.title", "overview"), OverviewView{Backlog: 3, OldestDue: at, OldestDueBad: true,
-			Manual: 1, Retry: 1, Diffs: 1, DiffsAt: at, Hour: OverviewWindow{ID: "hour", Success: 9, Failures: 1},
-			Day: OverviewWindow{ID: "day", Success: 9}, Types: []OverviewTypeRow{{Type: "inventory", DayFailures: 2, FailedURL: "/tasks"}},
-			Classes: []OverviewClassRow{{Class: "TIMEOUT", Hour: 1, Day: 2, URL: "/tasks"}}, MinuteStart: at,
+			Manual: 1, Retry: 1, Diffs: 1, DiffsAt: at, Range: "7d", Ranges: []OverviewRangeLink{{ID: "1h", URL: "/?range=1h"}, {ID: "7d", Active: true}},
+			Windows: []OverviewWindow{{ID: "hour", Success: 9, Failures: 1}, {ID: "day", Success: 9}, {ID: "week", Success: 9}},
+			Types: []OverviewTypeRow{{Type: "inventory", Cells: []OverviewTypeCell{{Window: "hour"}, {Window: "day", Failures: 2, FailedURL: "/tasks"},
+				{Window: "week", Failures: 2, FailedURL: "/tasks"}}}},
+			Classes: []OverviewClassRow{{Class: "TIMEOUT", URL: "/tasks", Cells: []OverviewClassCell{{Window: "hour", N: 1, URL: "/tasks"},
+				{Window: "day", N: 2, URL: "/tasks"}, {Window: "week", N: 2, URL: "/tasks"}}}}, ChartStart: at, Step: time.Hour,
 			Released: []int64{1, 2, 3}, Failed: []int64{0, 1, 0},
 			Duplicates: []OverviewDuplicate{{TaskID: 1, OrderNo: "O-1", Type: "inventory", Worker: "w", At: at}}}),
 		"orders": OrdersPage(pg("orders.title", "orders"), OrdersList{Statuses: []string{"PAID"},

@@ -81,90 +81,9 @@ func TestBrowserRerunFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
-	}
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	bctx, cancel = context.WithTimeout(bctx, 90*time.Second)
-	defer cancel()
+	br := startBrowser(t, bin, 1280, 1000)
+	bctx, do, text, cspViolations := br.ctx, br.do, br.text, br.cspViolations
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
-	text := func(sel string) string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Text(css(sel)))
-		if err != nil {
-			t.Fatalf("text of %s: %v", sel, err)
-		}
-		return v
-	}
-	// fill types v into the field sel as a page script would. SendKeys
-	// resolves a DOM node id first, and chromedp now and then loses that id
-	// to a late DOM update on a loaded machine ("Could not find node with
-	// given id"); a script looks the field up when it runs.
-	fill := func(sel, v string) chromedp.Action[chromedp.Void] {
-		js := fmt.Sprintf(`(function () {
-			var e = document.querySelector(%q);
-			if (!e) return false;
-			e.focus();
-			e.value = %q;
-			e.dispatchEvent(new Event("input", {bubbles: true}));
-			return true;
-		})()`, sel, v)
-		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-			ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
-			if err == nil && !ok {
-				err = fmt.Errorf("no %s to fill", sel)
-			}
-			return chromedp.Void{}, err
-		}
-	}
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		for i, step := range steps {
-			sctx, cancel := context.WithTimeout(bctx, 15*time.Second)
-			_, err := chromedp.Run(sctx, step)
-			cancel()
-			if err != nil {
-				url, _ := chromedp.Run(bctx, chromedp.Location())
-				t.Fatalf("step %d of %d failed on %s: %v", i+1, len(steps), url, err)
-			}
-		}
-	}
-	// The rerun button asks for confirmation; accept it like an operator.
-	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
-	go func() {
-		for _, err := range dialogs {
-			if err != nil {
-				return
-			}
-			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-		}
-	}()
-
-	// Every document records Content-Security-Policy violations where the
-	// test can read them, across navigations.
-	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: `document.addEventListener("securitypolicyviolation", function (e) {
-			sessionStorage.setItem("csp", (sessionStorage.getItem("csp") || "") + location.pathname + ": " +
-				e.violatedDirective + " " + e.blockedURI + "\n");
-		});`,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cspViolations := func() string {
-		t.Helper()
-		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](`sessionStorage.getItem("csp") || ""`))
-		if err != nil {
-			t.Fatalf("read CSP violations: %v", err)
-		}
-		return v
-	}
 
 	// Nobody is signed in: the dashboard sends the browser to the login form.
 	do(
@@ -255,5 +174,268 @@ func TestBrowserRerunFlow(t *testing.T) {
 	)
 	if v := cspViolations(); v != "" {
 		t.Fatalf("pages broke the Content-Security-Policy:\n%s", v)
+	}
+}
+
+// TestBrowserLiveSearchAndScreens drives the header's search to an order,
+// watches the order's chain redraw itself when the order is closed and
+// released behind its back (no reload: a mark left on the window stays),
+// stops and restarts the auto-refresh with its toggle, and saves a
+// screenshot of every page at 1366 px in Chinese and English, in
+// $UNHOLD_ARTIFACTS/screens or web/testdata/artifacts/screens (the log
+// says where). No page may break the Content-Security-Policy.
+func TestBrowserLiveSearchAndScreens(t *testing.T) {
+	t.Parallel()
+	bin := chromium(t)
+	ctx := context.Background()
+	s := modelstest.Open(t, models.SQLite, models.Options{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	w := jobs.NewWorker(s, "browser-worker", 10, 30*time.Second, log)
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go w.Run(wctx)
+	srv := httptest.NewServer(web.New(web.Deps{Store: s, Log: log, Wake: w.Wake, Location: time.UTC}))
+	defer srv.Close()
+
+	// A shop with a released order (for the lists) and one still waiting
+	// for its payment, holding stock.
+	if _, err := s.SetStock(ctx, "SKU-7", 10, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, no := range []string{"L-2001", "L-2002"} {
+		req := models.PlaceRequest{OrderNo: no, UserID: "u7", Items: []models.Item{{SkuID: "SKU-7", Qty: 1}}}
+		if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.CloseOrder(ctx, "L-2001", models.TriggerUserCancel, "u7"); err != nil {
+		t.Fatal(err)
+	}
+	w.Drain(ctx)
+	const password = "admin password 2026"
+	if _, err := auth.New(s, auth.Options{}).CreateUser(ctx, "admin-wu", auth.RoleAdmin, password, "test"); err != nil {
+		t.Fatal(err)
+	}
+	dir := os.Getenv("UNHOLD_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("testdata", "artifacts")
+	}
+	dir, err := filepath.Abs(filepath.Join(dir, "screens"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshots in %s", dir)
+
+	br := startBrowser(t, bin, 1366, 900)
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	shoot := func(name string) {
+		t.Helper()
+		shot, err := chromedp.Run(br.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLang := func(lang, back string) {
+		t.Helper()
+		br.do(chromedp.Navigate(srv.URL+"/lang?to="+lang+"&back="+back), chromedp.WaitVisible(css(`main`)))
+	}
+	// The login form in both languages, before signing in.
+	for _, lang := range []string{"en", "zh"} {
+		setLang(lang, "/login")
+		br.do(chromedp.WaitVisible(css(`[data-testid="login-form"]`)))
+		shoot("login-" + lang)
+	}
+	br.do(
+		fill(`[data-testid="login-form"] input[name="name"]`, "admin-wu"),
+		fill(`[data-testid="login-form"] input[name="password"]`, password),
+		chromedp.Click(css(`[data-testid="login-form"] button[type="submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="whoami"]`)),
+	)
+
+	// The header's search, case-insensitive: the one exact match opens
+	// the order.
+	br.do(
+		fill(`[data-testid="search-q"]`, "l-2002"),
+		chromedp.Submit(css(`[data-testid="search-form"]`)),
+		chromedp.WaitVisible(css(`[data-testid="five-questions"]`)),
+	)
+	if loc, _ := chromedp.Run(br.ctx, chromedp.Location()); !strings.HasSuffix(loc, "/orders/L-2002") {
+		t.Fatalf("the search for l-2002 opened %s", loc)
+	}
+	if released := br.text(`[data-testid="q-released"]`); strings.Contains(released, "是") {
+		t.Fatalf("L-2002, still pending, shows its stock released: %q", released)
+	}
+
+	// The chain redraws itself: close the order behind the page's back;
+	// the worker releases it, and the page says so without a reload.
+	br.eval(`window.unholdMark = "still here"; ""`)
+	drawn := br.text(`[data-testid="drawn-at"]`)
+	if _, err := s.CloseOrder(ctx, "L-2002", models.TriggerAdmin, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	w.Wake()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(br.text(`[data-testid="q-released"]`), "是") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the chain never showed the release; drawn %q, now %q, the script's state %q", drawn,
+				br.text(`[data-testid="drawn-at"]`), br.eval(`(document.querySelector('[data-testid="live-state"]') || {}).textContent || "none"`))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if mark := br.eval(`window.unholdMark || ""`); mark != "still here" {
+		t.Fatal("the page was reloaded, not redrawn")
+	}
+	if now := br.text(`[data-testid="drawn-at"]`); now == drawn {
+		t.Errorf("the stamp still says %q after the redraw", now)
+	}
+	// The toggle stops it, and the choice outlives a reload.
+	br.do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
+	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
+		t.Fatalf("after the toggle the state is %q, want off", st)
+	}
+	br.do(chromedp.Navigate(srv.URL+"/orders/L-2002"), chromedp.WaitVisible(css(`[data-testid="live-state"]`)))
+	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
+		t.Fatalf("after a reload the state is %q, want off", st)
+	}
+	br.do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
+	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "on" {
+		t.Fatalf("after the second toggle the state is %q, want on", st)
+	}
+
+	// Every page, at 1366 px, in both languages.
+	var task int64
+	if err := s.R.Raw("SELECT id FROM release_tasks WHERE order_no = 'L-2002'").Scan(&task).Error; err != nil {
+		t.Fatal(err)
+	}
+	pages := []struct{ name, path string }{
+		{"overview", "/"}, {"overview-1h", "/?range=1h"}, {"overview-7d", "/?range=7d"},
+		{"orders", "/orders"}, {"order-chain", "/orders/L-2002"},
+		{"rerun", "/orders/L-2002/resources/inventory/rerun"},
+		{"tasks", "/tasks"}, {"task", fmt.Sprintf("/tasks/%d", task)}, {"bulk-rerun", "/tasks/rerun?status=MANUAL"},
+		{"inventory", "/inventory"}, {"sku", "/inventory/SKU-7"}, {"coupons", "/coupons"}, {"balances", "/balances"},
+		{"report", "/reports/daily"}, {"recon", "/recon"}, {"jobs", "/jobs"}, {"audit", "/audit"},
+		{"search", "/search?q=L-20"}, {"password", "/account/password"}, {"users", "/admin/users"}, {"tokens", "/admin/tokens"},
+	}
+	for _, lang := range []string{"zh", "en"} {
+		setLang(lang, "/")
+		for _, pg := range pages {
+			br.do(chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(css(`main`)))
+			shoot(pg.name + "-" + lang)
+		}
+	}
+	if v := br.cspViolations(); v != "" {
+		t.Fatalf("pages broke the Content-Security-Policy:\n%s", v)
+	}
+}
+
+// chrome is a headless Chromium for one test: its context, bounded to
+// 300 s (the screenshots take minutes under -race on a loaded machine),
+// accepts every confirmation dialog and records every
+// Content-Security-Policy violation, across navigations.
+type chrome struct {
+	t   *testing.T
+	ctx context.Context
+}
+
+func startBrowser(t *testing.T, bin string, width, height int) *chrome {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(width, height),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	bctx, cancel = context.WithTimeout(bctx, 300*time.Second)
+	t.Cleanup(cancel)
+	// The rerun button asks for confirmation; accept it like an operator.
+	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
+	go func() {
+		for _, err := range dialogs {
+			if err != nil {
+				return
+			}
+			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
+		}
+	}()
+	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: `document.addEventListener("securitypolicyviolation", function (e) {
+			sessionStorage.setItem("csp", (sessionStorage.getItem("csp") || "") + location.pathname + ": " +
+				e.violatedDirective + " " + e.blockedURI + "\n");
+		});`,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &chrome{t: t, ctx: bctx}
+}
+
+// do runs steps one by one, each within 15 s, and stops the test at the
+// first that fails, saying on which page.
+func (b *chrome) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	for i, step := range steps {
+		sctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
+		_, err := chromedp.Run(sctx, step)
+		cancel()
+		if err != nil {
+			url, _ := chromedp.Run(b.ctx, chromedp.Location())
+			b.t.Fatalf("step %d of %d failed on %s: %v", i+1, len(steps), url, err)
+		}
+	}
+}
+
+func (b *chrome) text(sel string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		b.t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+// eval runs a page script that returns a string.
+func (b *chrome) eval(js string) string {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		b.t.Fatalf("evaluate %s: %v", js, err)
+	}
+	return v
+}
+
+func (b *chrome) cspViolations() string {
+	b.t.Helper()
+	return b.eval(`sessionStorage.getItem("csp") || ""`)
+}
+
+// fill types v into the field sel as a page script would. SendKeys
+// resolves a DOM node id first, and chromedp now and then loses that id
+// to a late DOM update on a loaded machine ("Could not find node with
+// given id"); a script looks the field up when it runs.
+func fill(sel, v string) chromedp.Action[chromedp.Void] {
+	js := fmt.Sprintf(`(function () {
+		var e = document.querySelector(%q);
+		if (!e) return false;
+		e.focus();
+		e.value = %q;
+		e.dispatchEvent(new Event("input", {bubbles: true}));
+		return true;
+	})()`, sel, v)
+	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+		ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
+		if err == nil && !ok {
+			err = fmt.Errorf("no %s to fill", sel)
+		}
+		return chromedp.Void{}, err
 	}
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/labstack/echo/v5"
@@ -13,12 +14,18 @@ import (
 // overview shows whether releases are healthy right now: the due backlog
 // and its oldest task, MANUAL and RETRY queues, the close→released
 // quantiles of the last hour against the target, success and failures by
-// type and class over the last hour and day, open reconciliation diffs and
-// duplicate releases, with a chart of releases per minute. Every number
-// links to the list behind it.
+// type and class over the last hour and day (and week, with range=7d),
+// open reconciliation diffs and duplicate releases, with a chart of
+// releases over the range (param range: 1h, 24h or 7d). Every number links
+// to the list behind it, a window's to the tasks of that window (from and
+// to). Its main region is redrawn by static/app.js (data-live).
 func (s *server) overview(c *echo.Context) error {
 	ctx := c.Request().Context()
-	h, err := s.store.ReleaseHealth(ctx)
+	rng, err := models.ParseOverviewRange(c.QueryParam("range"))
+	if err != nil {
+		return err
+	}
+	h, err := s.store.ReleaseHealth(ctx, rng)
 	if err != nil {
 		return err
 	}
@@ -43,50 +50,93 @@ func (s *server) overview(c *echo.Context) error {
 		diffsAt = last.StartedAt
 	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
+	done := []models.TaskStatus{models.TaskDone}
 	v := views.OverviewView{
-		Backlog:      h.DueBacklog,
-		OldestDue:    h.OldestDue,
-		OldestDueBad: !h.OldestDue.IsZero() && h.OldestDueAge() > models.OldestDueLimit,
-		Manual:       h.Manual,
-		Retry:        h.Retry,
-		Diffs:        diffs,
-		DiffsAt:      diffsAt,
-		Hour:         overviewWindow("hour", h.LastHour),
-		Day:          overviewWindow("day", h.LastDay),
-		BacklogURL:   tasksURL("/tasks", models.TaskFilter{Due: true}),
-		OldestURL:    tasksURL("/tasks", models.TaskFilter{Due: true}, "sort", "old"),
-		ManualURL:    tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskManual}}),
-		RetryURL:     tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskRetry}}),
-		DiffsURL:     "/recon",
-		FailuresURL:  tasksURL("/tasks", models.TaskFilter{Statuses: failing}),
+		Backlog:       h.DueBacklog,
+		OldestDue:     h.OldestDue,
+		OldestDueBad:  !h.OldestDue.IsZero() && h.OldestDueAge() > models.OldestDueLimit,
+		Manual:        h.Manual,
+		Retry:         h.Retry,
+		Diffs:         diffs,
+		DiffsAt:       diffsAt,
+		DayDuplicates: h.LastDay.Duplicates,
+		Range:         string(rng),
+		LiveEvery:     views.LiveEvery,
+		BacklogURL:    tasksURL("/tasks", models.TaskFilter{Due: true}),
+		OldestURL:     tasksURL("/tasks", models.TaskFilter{Due: true}, "sort", "old"),
+		ManualURL:     tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskManual}}),
+		RetryURL:      tasksURL("/tasks", models.TaskFilter{Statuses: []models.TaskStatus{models.TaskRetry}}),
+		DiffsURL:      "/recon",
 		Latency: views.OverviewLatency{Count: lat.Count, OverTarget: lat.OverTarget, Target: models.LatencyTarget,
 			P50: lat.Quantile(0.5), P95: lat.Quantile(0.95), P99: lat.Quantile(0.99)},
 	}
-	for i, day := range h.LastDay.ByType {
-		row := views.OverviewTypeRow{Type: string(day.Type), DaySuccess: day.Success, DayFailures: day.Failures,
-			DoneURL:   tasksURL("/tasks", models.TaskFilter{Type: day.Type, Statuses: []models.TaskStatus{models.TaskDone}}),
-			FailedURL: tasksURL("/tasks", models.TaskFilter{Type: day.Type, Statuses: failing})}
-		if i < len(h.LastHour.ByType) && h.LastHour.ByType[i].Type == day.Type {
-			row.HourSuccess, row.HourFailures = h.LastHour.ByType[i].Success, h.LastHour.ByType[i].Failures
-		}
-		v.Types = append(v.Types, row)
+	if rng == models.RangeWeek {
+		// A week's read scans the whole rollup (hundreds of ms on a busy
+		// shop's SQLite), and its hourly chart changes slowly.
+		v.LiveEvery = views.LiveSlow
 	}
-	hourByClass := map[models.ErrorClass]int64{}
-	for _, c := range h.LastHour.ByClass {
-		hourByClass[c.Class] = c.Failures
+	for _, r := range []models.OverviewRange{models.RangeHour, models.RangeDay, models.RangeWeek} {
+		v.Ranges = append(v.Ranges, views.OverviewRangeLink{ID: string(r), URL: "/?range=" + url.QueryEscape(string(r)), Active: r == rng})
 	}
-	for _, cl := range h.LastDay.ByClass {
-		row := views.OverviewClassRow{Class: string(cl.Class), Hour: hourByClass[cl.Class], Day: cl.Failures}
-		if _, err := models.ParseErrorClass(string(cl.Class)); err == nil {
-			row.URL = tasksURL("/tasks", models.TaskFilter{Class: cl.Class})
-		} else {
-			row.URL = v.FailuresURL
+	type window struct {
+		id    string
+		stats models.AttemptStats
+	}
+	windows := []window{{"hour", h.LastHour}, {"day", h.LastDay}}
+	if rng == models.RangeWeek {
+		windows = append(windows, window{"week", h.LastWeek})
+	}
+	// A window's list holds the tasks of its minutes: from its first
+	// minute to the end of the current one (to is exclusive).
+	to := h.Now.Truncate(time.Minute).Add(time.Minute)
+	inWindow := func(a models.AttemptStats, f models.TaskFilter) string {
+		return tasksURL("/tasks", f, "from", a.Since.UTC().Format(time.RFC3339), "to", to.UTC().Format(time.RFC3339))
+	}
+	classes := map[models.ErrorClass][]int64{}
+	var classOrder []models.ErrorClass
+	for wi, w := range windows {
+		v.Windows = append(v.Windows, views.OverviewWindow{ID: w.id, Success: w.stats.Success, Failures: w.stats.Failures,
+			Duplicates: w.stats.Duplicates, SuccessURL: inWindow(w.stats, models.TaskFilter{Statuses: done}),
+			FailuresURL: inWindow(w.stats, models.TaskFilter{Statuses: failing})})
+		for ti, ts := range w.stats.ByType {
+			if wi == 0 || ti >= len(v.Types) {
+				v.Types = append(v.Types, views.OverviewTypeRow{Type: string(ts.Type)})
+			}
+			row := &v.Types[ti]
+			row.Cells = append(row.Cells, views.OverviewTypeCell{Window: w.id, Success: ts.Success, Failures: ts.Failures,
+				DoneURL:   inWindow(w.stats, models.TaskFilter{Type: ts.Type, Statuses: done}),
+				FailedURL: inWindow(w.stats, models.TaskFilter{Type: ts.Type, Statuses: failing})})
 		}
+		for _, cl := range w.stats.ByClass {
+			if _, seen := classes[cl.Class]; !seen {
+				classes[cl.Class] = make([]int64, len(windows))
+			}
+			classes[cl.Class][wi] = cl.Failures
+		}
+	}
+	// Classes in the widest window's order: most failures first.
+	for _, cl := range windows[len(windows)-1].stats.ByClass {
+		classOrder = append(classOrder, cl.Class)
+	}
+	for _, cl := range classOrder {
+		row := views.OverviewClassRow{Class: string(cl)}
+		known := true
+		if _, err := models.ParseErrorClass(string(cl)); err != nil {
+			known = false // an older version's class: the list of all failures
+		}
+		for wi, w := range windows {
+			f := models.TaskFilter{Class: cl}
+			if !known {
+				f = models.TaskFilter{Statuses: failing}
+			}
+			row.Cells = append(row.Cells, views.OverviewClassCell{Window: w.id, N: classes[cl][wi], URL: inWindow(w.stats, f)})
+		}
+		row.URL = row.Cells[len(row.Cells)-1].URL
 		v.Classes = append(v.Classes, row)
 	}
-	if len(h.Minutes) > 0 {
-		v.MinuteStart = h.Minutes[0].At
-		for _, m := range h.Minutes {
+	if len(h.Buckets) > 0 {
+		v.ChartStart, v.Step = h.Buckets[0].At, rng.Step()
+		for _, m := range h.Buckets {
 			v.Released = append(v.Released, m.Released)
 			v.Failed = append(v.Failed, m.Failed)
 		}
@@ -96,8 +146,4 @@ func (s *server) overview(c *echo.Context) error {
 			Type: string(a.ResourceType), Worker: a.Worker, At: a.FinishedAt})
 	}
 	return render(c, http.StatusOK, views.OverviewPage(s.page(c, "overview.title", "overview"), v))
-}
-
-func overviewWindow(id string, a models.AttemptStats) views.OverviewWindow {
-	return views.OverviewWindow{ID: id, Success: a.Success, Failures: a.Failures, Duplicates: a.Duplicates}
 }

@@ -3,11 +3,13 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // The overview shows exact numbers for a planted state: releases DONE two
@@ -62,13 +64,32 @@ func TestOverviewNumbers(t *testing.T) {
 			} {
 				checkText(t, body, id, want)
 			}
+			// A window's numbers open the tasks of that window: from its first
+			// minute to the end of the current one.
+			inWindow := func(span time.Duration, query string) string {
+				now := b.clock.Now()
+				from := now.Add(-span)
+				if m := from.Truncate(time.Minute); m.Before(from) {
+					from = m.Add(time.Minute)
+				}
+				v, err := url.ParseQuery(query)
+				try(t, "query", err)
+				v.Set("from", from.UTC().Format(time.RFC3339))
+				v.Set("to", now.Truncate(time.Minute).Add(time.Minute).UTC().Format(time.RFC3339))
+				return "/tasks?" + v.Encode()
+			}
 			for id, want := range map[string]string{
 				"ov-backlog": "/tasks?due=1", "ov-manual": "/tasks?status=MANUAL", "ov-retry": "/tasks?status=RETRY",
-				"ov-diffs": "/recon", "ov-duplicates": "#duplicates", "ov-failures-day": "/tasks?status=RETRY&status=MANUAL",
-				"ov-type-inventory-day-fail": "/tasks?status=RETRY&status=MANUAL&type=inventory",
-				"ov-type-quota-day-ok":       "/tasks?status=DONE&type=quota",
-				"ov-class-LOCKED_SHORT-day":  "/tasks?class=LOCKED_SHORT",
+				"ov-diffs": "/recon", "ov-duplicates": "#duplicates",
+				"ov-failures-day":            inWindow(24*time.Hour, "status=RETRY&status=MANUAL"),
+				"ov-success-hour":            inWindow(time.Hour, "status=DONE"),
+				"ov-type-inventory-day-fail": inWindow(24*time.Hour, "status=RETRY&status=MANUAL&type=inventory"),
+				"ov-type-quota-day-ok":       inWindow(24*time.Hour, "status=DONE&type=quota"),
+				"ov-class-LOCKED_SHORT-day":  inWindow(24*time.Hour, "class=LOCKED_SHORT"),
+				"ov-class-TIMEOUT-hour":      inWindow(time.Hour, "class=TIMEOUT"),
 				"ov-oldest-age":              "/tasks?due=1&sort=old",
+				"ov-range-1h":                "/?range=1h",
+				"ov-range-7d":                "/?range=7d",
 			} {
 				if got := mustHref(t, body, id); got != want {
 					t.Errorf("%s links to %q, want %q", id, got, want)
@@ -80,8 +101,9 @@ func TestOverviewNumbers(t *testing.T) {
 			if n := strings.Count(body, `data-testid="ov-dup-row"`); n != 1 || !strings.Contains(body, `href="/orders/ok-1"`) {
 				t.Errorf("duplicate rows = %d, or ok-1 not linked", n)
 			}
-			// The charts are inline SVG: the minute chart has ok-1 and ok-2's
-			// three releases at 10:00 and the two failures at 12:00.
+			// The charts are inline SVG: the day's chart, in ten-minute
+			// columns, has ok-1 and ok-2's three releases at 10:00 and the two
+			// failures at 12:00.
 			for _, id := range []string{"ov-chart-minutes", "ov-chart-types"} {
 				i := strings.Index(body, `data-testid="`+id+`"`)
 				if i < 0 || !strings.Contains(body[i:min(i+400, len(body))], "<svg") {
@@ -124,6 +146,69 @@ func TestOverviewNumbers(t *testing.T) {
 		checkText(t, body, "ov-manual", "1")
 		if testidTag(body, "ov-classes-empty") == "" || testidTag(body, "ov-dups-empty") == "" {
 			t.Error("no empty states for a quiet day")
+		}
+	})
+}
+
+// The range: 7 d adds the week's window and columns, each linked to the
+// week's tasks, and draws an hourly chart; 1 h a per-minute one; anything
+// else is refused and reads nothing. Every range's page carries the live
+// stamp: when it was drawn, and how often the script redraws it.
+func TestOverviewRange(t *testing.T) {
+	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
+		try(t, "sku-a", err)
+		tkOrder(t, b, "old-1", "sku-a", "") // three days before now
+		drain(t, b)
+		b.clock.Advance(3*24*time.Hour + 30*time.Minute)
+		for _, en := range []bool{false, true} {
+			week := getPage(t, b, "/?range=7d", en, http.StatusOK)
+			checkText(t, week, "ov-success-week", "1")
+			checkText(t, week, "ov-success-day", "0")
+			checkText(t, week, "ov-type-inventory-week-ok", "1")
+			now := b.clock.Now()
+			from := now.Add(-7 * 24 * time.Hour).UTC().Format(time.RFC3339)
+			to := now.Truncate(time.Minute).Add(time.Minute).UTC().Format(time.RFC3339)
+			want := "/tasks?" + (url.Values{"from": {from}, "to": {to}, "status": {"DONE"}, "type": {"inventory"}}).Encode()
+			if got := mustHref(t, week, "ov-type-inventory-week-ok"); got != want {
+				t.Errorf("the week's inventory releases link to %q, want %q", got, want)
+			}
+			if testidTag(week, "ov-range-7d") == "" || strings.Contains(testidTag(week, "ov-range-7d"), "href") {
+				t.Errorf("7d is not the current range: %s", testidTag(week, "ov-range-7d"))
+			}
+			// One column an hour, dated: the release at the clock's start.
+			start := modelstest.NewClock().Now().UTC()
+			title := map[bool]string{false: "%s：释放 1，失败 0", true: "%s: 1 released, 0 failed"}[en]
+			if col := fmt.Sprintf(title, start.Format("01-02 15:04")); !strings.Contains(week, "<title>"+col+"</title>") {
+				t.Errorf("the week's chart lacks the column %q", col)
+			}
+			// Columns are 3 units wide: 168 hours.
+			if !strings.Contains(testidElement(week, "ov-chart-minutes"), `viewBox="0 0 504 `) {
+				t.Error("the week's chart is not 168 columns wide")
+			}
+			day := getPage(t, b, "/", en, http.StatusOK)
+			if testidTag(day, "ov-rate-week") != "" || testidTag(day, "ov-range-24h") == "" {
+				t.Error("the default range is not 24 h")
+			}
+			hour := getPage(t, b, "/?range=1h", en, http.StatusOK)
+			if !strings.Contains(testidElement(hour, "ov-chart-minutes"), `viewBox="0 0 180 `) {
+				t.Error("the hour's chart is not 60 columns wide")
+			}
+			// The week redraws every minute, the others every 5 s.
+			for _, page := range []struct{ body, every string }{{week, "60"}, {day, "5"}, {hour, "5"}} {
+				body := page.body
+				if tag := testidTag(body, "live-stamp"); !strings.Contains(tag, `data-live="`+page.every+`"`) {
+					t.Errorf("the live stamp is not set to %s s: %s", page.every, tag)
+				}
+				stamp := map[bool]string{false: "页面数据时间 ", true: "drawn at "}[en] + now.UTC().Format("15:04:05")
+				checkText(t, body, "drawn-at", stamp)
+			}
+		}
+		for _, bad := range []string{"30d", "1d", "7D"} {
+			body := getPage(t, b, "/?range="+bad, false, http.StatusBadRequest)
+			if !strings.Contains(body, "INVALID_INPUT") {
+				t.Errorf("range=%s: no INVALID_INPUT in the refusal", bad)
+			}
 		}
 	})
 }

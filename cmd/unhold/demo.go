@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 	"unhold/models"
 )
 
-// demoOrders is how many orders the demo shop places.
-const demoOrders = 3000
+// demoOrders is how many orders the demo shop places over its week, the
+// flash sale's included.
+const demoOrders = 1600
 
 // seedDemo fills an empty database with a living demo shop, and gives it
 // demo users in a. A database that already has orders is left alone.
@@ -70,7 +72,7 @@ func demoUsers(ctx context.Context, a *auth.Store, out io.Writer) error {
 	return nil
 }
 
-// demoClock walks the demo from three days ago up to now.
+// demoClock walks the demo from a week ago up to now.
 type demoClock struct {
 	mu sync.Mutex
 	t  time.Time
@@ -82,10 +84,81 @@ func (c *demoClock) Now() time.Time {
 	return c.t
 }
 
-func (c *demoClock) advance(d time.Duration) {
+// advanceTo moves the clock to t, never back.
+func (c *demoClock) advanceTo(t time.Time) {
 	c.mu.Lock()
-	c.t = c.t.Add(d)
+	if t.After(c.t) {
+		c.t = t
+	}
 	c.mu.Unlock()
+}
+
+// demoSpan is how far back the demo shop's history starts.
+const demoSpan = 7 * 24 * time.Hour
+
+// The flash sale: on the fourth day of the week, at 20:00 shop time, a
+// seventh of the orders in twenty minutes on the flash SKUs.
+const (
+	demoFlashDay    = 3
+	demoFlashHour   = 20
+	demoFlashWindow = 20 * time.Minute
+)
+
+// demoTimes spreads n orders over the week from start by the hour's
+// weight in the shop's time zone (China's: quiet nights, a morning rise,
+// lunch, the evening peak; weekends a third busier), and puts flash of
+// them in the flash sale; it says which are the sale's. Sorted,
+// deterministic for rng.
+func demoTimes(rng *rand.Rand, start time.Time, n, flash int) ([]time.Time, []bool) {
+	zone := time.FixedZone("CST", 8*3600)
+	hourly := [24]int{3, 2, 1, 1, 1, 1, 2, 4, 7, 9, 11, 12, 12, 10, 9, 9, 9, 10, 12, 15, 18, 17, 12, 6}
+	first := start.Truncate(time.Hour)
+	hours := int(demoSpan/time.Hour) + 1
+	weights := make([]float64, hours)
+	var total float64
+	for h := range weights {
+		local := first.Add(time.Duration(h) * time.Hour).In(zone)
+		w := float64(hourly[local.Hour()])
+		if wd := local.Weekday(); wd == time.Saturday || wd == time.Sunday {
+			w *= 4.0 / 3
+		}
+		weights[h] = w
+		total += w
+	}
+	type at struct {
+		t     time.Time
+		flash bool
+	}
+	var all []at
+	for h, w := range weights {
+		exact := float64(n-flash) * w / total
+		k := int(exact)
+		if rng.Float64() < exact-float64(k) {
+			k++
+		}
+		for range k {
+			t := first.Add(time.Duration(h)*time.Hour + time.Duration(rng.Int64N(int64(time.Hour))))
+			if t.After(start) && t.Before(start.Add(demoSpan)) {
+				all = append(all, at{t: t})
+			}
+		}
+	}
+	day := start.In(zone).AddDate(0, 0, demoFlashDay)
+	sale := time.Date(day.Year(), day.Month(), day.Day(), demoFlashHour, 0, 0, 0, zone)
+	for range flash {
+		all = append(all, at{t: sale.Add(time.Duration(rng.Int64N(int64(demoFlashWindow)))), flash: true})
+	}
+	// The last orders still wait for their payment when the demo ends.
+	end := start.Add(demoSpan)
+	for _, ago := range []time.Duration{20 * time.Minute, 10 * time.Minute, 2 * time.Minute} {
+		all = append(all, at{t: end.Add(-ago)})
+	}
+	slices.SortFunc(all, func(a, b at) int { return a.t.Compare(b.t) })
+	times, flashes := make([]time.Time, len(all)), make([]bool, len(all))
+	for i, a := range all {
+		times[i], flashes[i] = a.t.UTC(), a.flash
+	}
+	return times, flashes
 }
 
 type demoStats struct {
@@ -98,23 +171,30 @@ func (d demoStats) summary() string {
 	return fmt.Sprintf("orders %v, release tasks %v", d.statuses, d.tasks)
 }
 
-// demoShop builds the shop on its own store, whose clock starts three days
+// demoShop builds the shop on its own store, whose clock starts a week
 // before now and whose fault hook makes some releases fail, so the shop has
-// history: paid and closed orders, releases done, late payments, flaky
-// releases in RETRY and MANUAL, and a few planted reconciliation diffs.
-// With the demo's own types in opt, some orders hold gift wrap and a gift
-// card, whose service's failures abort placements and retry calls.
+// a week of history with the rhythm of a real one (demoTimes: days,
+// hours, a flash sale): paid and closed orders, releases done, late
+// payments, flaky releases retried on the real schedule (RetrySchedule)
+// until they succeed or run out of tries, releases that found their stock
+// lock or their coupon changed by hand (MANUAL), and a few planted
+// reconciliation diffs. With the demo's own types in opt, some orders hold
+// gift wrap and a gift card, whose service's failures abort placements and
+// retry calls.
 func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, now time.Time, log *slog.Logger) (demoStats, error) {
-	span := 72 * time.Hour
-	clock := &demoClock{t: now.Add(-span).UTC()}
+	clock := &demoClock{t: now.Add(-demoSpan).UTC()}
 	rng := rand.New(rand.NewPCG(2026, 11))
-	flaky := map[string]bool{}
+	// flaky counts the inventory releases of an order that will still
+	// time out: a few, then it succeeds; MaxFailures or more, it ends
+	// MANUAL with its tries exhausted.
+	flaky := map[string]int{}
 	var fmu sync.Mutex
 	opt.Now = clock.Now
 	opt.Faults = func(point string, t *models.ReleaseTask) error {
 		fmu.Lock()
 		defer fmu.Unlock()
-		if point == models.FaultAfterLedger && flaky[t.OrderNo] && t.ResourceType == models.ResInventory {
+		if point == models.FaultAfterLedger && flaky[t.OrderNo] > 0 && t.ResourceType == models.ResInventory {
+			flaky[t.OrderNo]--
 			return &models.TransientError{Class: models.ClassTimeout, Err: errors.New("warehouse stock service timed out")}
 		}
 		return nil
@@ -161,7 +241,7 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 			coupons[u] = append(coupons[u], c.ID)
 		}
 	}
-	for id, total := range map[string]int64{"ACT-DOUBLE11": 400, "ACT-NEWUSER": 150} {
+	for id, total := range map[string]int64{"ACT-DOUBLE11": 600, "ACT-NEWUSER": 150} {
 		if _, err := s.SetActivity(ctx, id, total, actor); err != nil {
 			return demoStats{}, err
 		}
@@ -191,15 +271,46 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 	giftCards := r != nil && r.Kind() == models.KindRemote
 
 	w := jobs.NewWorker(s, "demo-worker", 100, 30*time.Second, log)
-	step := span / time.Duration(orders+1)
+	// tick is the shop's background every demoTick of its clock: the
+	// timeout close and the worker, so due tasks and retries run when
+	// their time comes, up to a tick late.
+	const demoTick = 20 * time.Minute
+	lastTick := clock.Now()
+	tick := func(until time.Time) error {
+		for next := lastTick.Add(demoTick); next.Before(until); next = next.Add(demoTick) {
+			clock.advanceTo(next)
+			if _, err := s.CloseExpired(ctx, 1000); err != nil {
+				return err
+			}
+			w.Drain(ctx)
+			lastTick = next
+		}
+		return nil
+	}
+	times, flashes := demoTimes(rng, clock.Now(), orders, orders/7)
+	var flashSKUs []string
+	for i, id := range skus {
+		if i%8 == 0 {
+			flashSKUs = append(flashSKUs, id)
+		}
+	}
 	var placed []string
-	for i := range orders {
-		clock.advance(step)
+	var couponOrders int
+	for i, at := range times {
+		if err := tick(at); err != nil {
+			return demoStats{}, err
+		}
+		clock.advanceTo(at)
 		u := users[rng.IntN(len(users))]
 		no := fmt.Sprintf("D%s%04d", clock.Now().Format("0102"), i)
 		req := models.PlaceRequest{OrderNo: no, UserID: u}
-		for j := range 1 + rng.IntN(3) {
-			req.Items = append(req.Items, models.Item{SkuID: skus[(rng.IntN(len(skus))+j*7)%len(skus)], Qty: int64(1 + rng.IntN(3))})
+		if flashes[i] {
+			req.Items = []models.Item{{SkuID: flashSKUs[rng.IntN(len(flashSKUs))], Qty: 1}}
+			req.ActivityID = "ACT-DOUBLE11"
+		} else {
+			for j := range 1 + rng.IntN(3) {
+				req.Items = append(req.Items, models.Item{SkuID: skus[(rng.IntN(len(skus))+j*7)%len(skus)], Qty: int64(1 + rng.IntN(3))})
+			}
 		}
 		if len(req.Items) > 1 && req.Items[0].SkuID == req.Items[1].SkuID {
 			req.Items = req.Items[:1]
@@ -213,7 +324,7 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		if rng.IntN(5) == 0 {
 			req.Freeze = append(req.Freeze, models.Freeze{Asset: models.AssetPoints, Amount: int64(50 + rng.IntN(500))})
 		}
-		if rng.IntN(10) == 0 {
+		if !flashes[i] && rng.IntN(10) == 0 {
 			req.ActivityID = "ACT-DOUBLE11"
 		}
 		if rng.IntN(20) == 0 {
@@ -234,10 +345,54 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 			return demoStats{}, err
 		}
 		placed = append(placed, no)
-		if i%97 == 0 {
-			fmu.Lock()
-			flaky[no] = true
-			fmu.Unlock()
+		// An order cancelled in the demo's last hour and a half whose
+		// stock release times out is still retrying when the demo ends:
+		// the schedule takes hours to run out of tries.
+		// Every try of another's times out, so it ends MANUAL, its tries
+		// exhausted; some time out twice, then succeed.
+		retrying := now.Sub(at) < 90*time.Minute && i%4 == 0
+		exhausting := i%(97*3) == 0
+		fmu.Lock()
+		switch {
+		case retrying || exhausting:
+			flaky[no] = models.MaxFailures
+		case i%97 == 0:
+			flaky[no] = 2
+		}
+		fmu.Unlock()
+		if len(req.CouponIDs) > 0 {
+			couponOrders++
+		}
+		// The orders planted to fail are cancelled by the buyer at once.
+		cancelNow := retrying || exhausting
+		switch {
+		case cancelNow:
+		case i%601 == 300:
+			// Someone moved the stock lock by hand: the release will find
+			// it short and stop (MANUAL, LOCKED_SHORT).
+			it := req.Items[0]
+			if err := s.W.WithContext(ctx).Exec("UPDATE inventory SET locked = locked - ?, available = available + ? WHERE sku_id = ? AND locked >= ?",
+				it.Qty, it.Qty, it.SkuID, it.Qty).Error; err != nil {
+				return demoStats{}, fmt.Errorf("demo: %w", err)
+			}
+			cancelNow = true
+		case len(req.CouponIDs) > 0 && couponOrders%150 == 75:
+			// Customer service gave the coupon back by hand: the release
+			// will find it not held by the order (MANUAL, STATE_MISMATCH).
+			if err := s.W.WithContext(ctx).Exec("UPDATE user_coupons SET status = 'UNUSED', order_no = NULL WHERE id = ?",
+				req.CouponIDs[0]).Error; err != nil {
+				return demoStats{}, fmt.Errorf("demo: %w", err)
+			}
+			cancelNow = true
+		}
+		if cancelNow {
+			if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "user:"+u); err != nil {
+				return demoStats{}, err
+			}
+			continue
+		}
+		if now.Sub(at) < 30*time.Minute {
+			continue // still within its time to pay
 		}
 		switch roll := rng.IntN(100); {
 		case roll < 55:
@@ -254,10 +409,6 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 			}
 		}
 		if i%50 == 49 {
-			if _, err := s.CloseExpired(ctx, 1000); err != nil {
-				return demoStats{}, err
-			}
-			w.Drain(ctx)
 			// A payment that arrives after the close.
 			if len(placed) > 100 && rng.IntN(3) == 0 {
 				late := placed[len(placed)-60-rng.IntN(40)]
@@ -273,9 +424,10 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 	if err := plantDiffs(ctx, s, rng); err != nil {
 		return demoStats{}, err
 	}
-	if gap := now.Sub(clock.Now()); gap > 0 {
-		clock.advance(gap)
+	if err := tick(now); err != nil {
+		return demoStats{}, err
 	}
+	clock.advanceTo(now)
 	w.Drain(ctx)
 	// The planted diffs show up as tickets, as after a nightly run.
 	if _, err := s.RunReconciliation(ctx, models.ReconByCLI, "demo"); err != nil {
