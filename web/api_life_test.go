@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"unhold/models"
@@ -88,6 +89,37 @@ func TestAPIOrderLife(t *testing.T) {
 		chain := must[models.Chain](t, b, http.StatusOK, "GET", "/api/v1/orders/o-1", "")
 		if len(chain.Ops) != 5 {
 			t.Fatalf("chain has %d operations, want 5: %+v", len(chain.Ops), chain.Ops)
+		}
+	})
+}
+
+// The chain shows the order's life after placement in both languages:
+// each line's quantities and each operation with its lines, the status it
+// left and who did it; an unpaid order without operations has no section.
+func TestChainShowsOrderLife(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedShopAPI(t, b)
+		must[placeJSON](t, b, http.StatusCreated, "POST", "/api/v1/orders",
+			`{"order_no":"o-2","user_id":"u1","items":[{"sku_id":"sku-1","qty":3}]}`)
+		if body := getPageBoth(t, b, "/orders/o-2", "", http.StatusOK); testidElement(body, "order-life") != "" {
+			t.Fatal("an unpaid order without operations shows a life section")
+		}
+		must[models.PayResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-2/pay", `{"channel_txn_id":"t-2"}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-2/ship", `{"shipment_id":"sh-2","lines":[{"sku_id":"sku-1","qty":2}]}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-2/returns", `{"return_id":"ret-2","lines":[{"sku_id":"sku-1","qty":1}],"reason":"too small"}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/returns/ret-2/inbound", `{"lines":[{"sku_id":"sku-1","qty":1,"restock":false}]}`)
+		body := getPageBoth(t, b, "/orders/o-2", "", http.StatusOK)
+		line := markupText(testidElement(body, "life-line-sku-1"))
+		if line != "sku-1 3 0 0 3 2 0 1 0 1 3" {
+			t.Fatalf("line sku-1 = %q, want ordered 3, paid 3, shipped 2, returned 1, written off 1, version 3", line)
+		}
+		if op := markupText(testidElement(body, "life-op-INBOUND")); !strings.Contains(op, "ret-2") || !strings.Contains(op, "报损") ||
+			!strings.Contains(op, "部分发货") {
+			t.Fatalf("inbound row = %q, want the return, its write-off and the status after", op)
+		}
+		if op := markupText(testidElement(body, "life-op-RETURN")); !strings.Contains(op, "too small") {
+			t.Fatalf("return row = %q, want its reason", op)
 		}
 	})
 }
