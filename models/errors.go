@@ -33,7 +33,6 @@ var (
 	ErrOrderNotClosable  = &Error{"ORDER_NOT_CLOSABLE", "order cannot be closed"}
 	ErrOrderNotPayable   = &Error{"ORDER_NOT_PAYABLE", "order cannot be paid"}
 	ErrNothingToRerun    = &Error{"NOTHING_TO_RERUN", "no RETRY or MANUAL task to rerun"}
-	ErrCountChanged      = &Error{"COUNT_CHANGED", "the number of matching tasks is not the one confirmed"}
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}

@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"slices"
 	"sort"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"gorm.io/gorm"
 )
 
 // RerunnableStatuses are the statuses a rerun makes due again: a failed
@@ -345,26 +342,6 @@ func (f TaskFilter) OffersBulkRerun() bool {
 	return len(f.Statuses) > 0 && err == nil
 }
 
-// CountRerunnable counts the tasks a bulk rerun with this filter would make
-// due now. The filter must name one resource type; it counts RETRY and
-// MANUAL tasks only.
-func (s *Store) CountRerunnable(ctx context.Context, f TaskFilter) (int64, error) {
-	if err := s.checkFilter(f); err != nil {
-		return 0, err
-	}
-	statuses, err := f.rerunFilter()
-	if err != nil {
-		return 0, err
-	}
-	cond, args := f.where(s.Now())
-	var n int64
-	err = s.R.WithContext(ctx).Model(&ReleaseTask{}).Where("status IN ?", statuses).Where(cond, args...).Count(&n).Error
-	if err != nil {
-		return 0, fmt.Errorf("count rerunnable %s tasks: %w", f.Type, err)
-	}
-	return n, nil
-}
-
 // BulkRerunTarget is the audit target of a bulk rerun with this filter:
 // tasks:<type>?<the rest of the filter>.
 func BulkRerunTarget(f TaskFilter) string {
@@ -375,76 +352,4 @@ func BulkRerunTarget(f TaskFilter) string {
 		target += "?" + v.Encode()
 	}
 	return target
-}
-
-// BulkRerun makes every RETRY or MANUAL task of one resource type that the
-// filter keeps due now, with trigger RERUN and the operator's reason, as
-// Rerun does for one order, in one transaction with one audit row. expected
-// is the count the operator confirmed: when another number of tasks
-// matches now (tasks finished or failed since), nothing changes and it
-// returns ErrCountChanged; none → ErrNothingToRerun. Either refusal writes
-// one refused audit row and nothing else. It returns how many tasks it
-// made due.
-func (s *Store) BulkRerun(ctx context.Context, f TaskFilter, actor, reason string, expected int64) (int64, error) {
-	if err := s.checkFilter(f); err != nil {
-		return 0, err
-	}
-	statuses, err := f.rerunFilter()
-	if err != nil {
-		return 0, err
-	}
-	reason, err = RerunReason(reason)
-	if err != nil {
-		return 0, err
-	}
-	target := BulkRerunTarget(f)
-	var made int64
-	refused := "" // why the rerun was refused, for its audit row
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		now := s.Now()
-		cond, args := f.where(now)
-		// Rows are locked by id, the order a late payment locks them in,
-		// all in this one read. Tries whose lease has run out were made
-		// before this rerun (see Rerun): counted first, they fall in the
-		// budget it resets.
-		var held []ReleaseTask
-		err := tx.Raw(`SELECT * FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate(),
-			append([]any{statuses}, args...)...).Scan(&held).Error
-		if err != nil {
-			return err
-		}
-		if _, err := s.countLostTries(tx, held, now); err != nil {
-			return err
-		}
-		args = append([]any{now, actor, reason, now, statuses}, args...)
-		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
-			WHERE id IN (SELECT id FROM release_tasks WHERE status IN ? AND `+cond+` ORDER BY id`+s.forUpdate()+`)
-			AND status IN ?`, append(args, RerunnableStatuses)...)
-		if res.Error != nil {
-			return res.Error
-		}
-		made = res.RowsAffected
-		switch {
-		case made == 0:
-			refused = fmt.Sprintf("nothing to rerun, %d confirmed", expected)
-			return fmt.Errorf("%w: no RETRY or MANUAL %s task matches", ErrNothingToRerun, f.Type)
-		case made != expected:
-			// Rolled back: the operator confirmed another set of tasks.
-			refused = fmt.Sprintf("%d task(s) match, %d confirmed", made, expected)
-			return fmt.Errorf("%w: %d %s task(s) match now, %d were confirmed", ErrCountChanged, made, f.Type, expected)
-		}
-		return tx.Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason, Outcome: "ok",
-			Detail: fmt.Sprintf("%d task(s) made due", made), CreatedAt: now}).Error
-	})
-	if err != nil {
-		if refused != "" {
-			aerr := s.W.WithContext(ctx).Create(&AuditEntry{Actor: actor, Action: "bulk_rerun", Target: target, Reason: reason,
-				Outcome: "refused", Detail: refused, CreatedAt: s.Now()}).Error
-			if aerr != nil {
-				s.log.Error("audit refused bulk rerun", slog.String("target", target), slog.Any("err", aerr))
-			}
-		}
-		return 0, fmt.Errorf("bulk rerun %s: %w", target, err)
-	}
-	return made, nil
 }

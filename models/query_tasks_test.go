@@ -3,7 +3,6 @@ package models_test
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"sort"
 	"testing"
@@ -186,104 +185,13 @@ func TestRerunnable(t *testing.T) {
 	}
 }
 
-// A bulk rerun makes due exactly the RETRY/MANUAL tasks of its type that
-// the filter keeps, as Rerun does one by one, with one audit row; nothing
-// to rerun writes only a refused audit row.
-func TestBulkRerun(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
-		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
-		must(t, func() error { _, err := b.s.SetActivity(b.ctx, "act-1", 1000, "test"); return err })
-		b.closedOrders(t, 0, 12)
-		must(t, func() error {
-			return b.s.W.Exec(`UPDATE release_tasks SET status = 'MANUAL', error_class = 'LOCKED_SHORT', failures = 1
-				WHERE order_no IN ('o-000', 'o-001', 'o-002')`).Error
-		})
-		must(t, func() error {
-			return b.s.W.Exec(`UPDATE release_tasks SET status = 'RETRY', error_class = 'TIMEOUT', failures = 3, next_at = ?
-				WHERE order_no IN ('o-003', 'o-004')`, b.clock.Now().Add(time.Hour)).Error
-		})
-		before := b.allTasks(t)
-		f := models.TaskFilter{Type: models.ResInventory, Statuses: []models.TaskStatus{models.TaskManual}}
-		n, err := b.s.CountRerunnable(b.ctx, f)
-		if err != nil || n != 3 {
-			t.Fatalf("count = %d, %v; want 3", n, err)
-		}
-		for _, bad := range []models.TaskFilter{{}, {Type: models.ResInventory, Statuses: []models.TaskStatus{models.TaskDone}}} {
-			if _, err := b.s.CountRerunnable(b.ctx, bad); !errors.Is(err, models.ErrInvalid) {
-				t.Errorf("count %+v: %v, want ErrInvalid", bad, err)
-			}
-			if _, err := b.s.BulkRerun(b.ctx, bad, "ops:t", "why", 1); !errors.Is(err, models.ErrInvalid) {
-				t.Errorf("rerun %+v: %v, want ErrInvalid", bad, err)
-			}
-		}
-		if _, err := b.s.BulkRerun(b.ctx, f, "ops:t", "  ", 3); !errors.Is(err, models.ErrInvalid) {
-			t.Fatalf("empty reason: %v, want ErrInvalid", err)
-		}
-		b.clock.Advance(time.Minute)
-		// Another count than the one confirmed: refused, nothing changed,
-		// one refused audit row.
-		if _, err := b.s.BulkRerun(b.ctx, f, "ops:t", "stock fixed by hand", 4); !errors.Is(err, models.ErrCountChanged) {
-			t.Fatalf("bulk rerun confirming 4 of 3: %v, want ErrCountChanged", err)
-		}
-		if !reflect.DeepEqual(b.allTasks(t), before) {
-			t.Fatal("a bulk rerun refused for its count changed tasks")
-		}
-		var refused []models.AuditEntry
-		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&refused).Error })
-		if len(refused) != 1 || refused[0].Outcome != "refused" || refused[0].Detail != "3 task(s) match, 4 confirmed" {
-			t.Fatalf("audit of the refused count = %+v", refused)
-		}
-		made, err := b.s.BulkRerun(b.ctx, f, "ops:t", "  stock fixed by hand ", 3)
-		if err != nil || made != 3 {
-			t.Fatalf("bulk rerun = %d, %v; want 3 made", made, err)
-		}
-		now := b.clock.Now()
-		after := b.allTasks(t)
-		for i, tk := range after {
-			was := before[i]
-			hit := was.ResourceType == models.ResInventory && was.Status == models.TaskManual
-			if !hit {
-				if !reflect.DeepEqual(tk, was) {
-					t.Errorf("task %d changed:\n%+v\n%+v", tk.ID, was, tk)
-				}
-				continue
-			}
-			if tk.Status != models.TaskPending || !tk.NextAt.Equal(now) || tk.Failures != 0 || tk.Trigger != models.TriggerRerun ||
-				tk.RerunBy != "ops:t" || tk.RerunReason != "stock fixed by hand" {
-				t.Errorf("task %d after rerun: %+v", tk.ID, tk)
-			}
-		}
-		var audit []models.AuditEntry
-		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&audit).Error })
-		if len(audit) != 2 || audit[1].Target != "tasks:inventory?status=MANUAL" || audit[1].Outcome != "ok" ||
-			audit[1].Reason != "stock fixed by hand" || audit[1].Detail != "3 task(s) made due" {
-			t.Fatalf("audit = %+v", audit)
-		}
-		// Again: nothing left, a refused row and nothing else.
-		mid := b.allTasks(t)
-		if _, err := b.s.BulkRerun(b.ctx, f, "ops:t", "again", 3); !errors.Is(err, models.ErrNothingToRerun) {
-			t.Fatalf("second rerun: %v, want ErrNothingToRerun", err)
-		}
-		if !reflect.DeepEqual(b.allTasks(t), mid) {
-			t.Fatal("a refused rerun changed tasks")
-		}
-		must(t, func() error { return b.s.R.Where("action = 'bulk_rerun'").Order("id").Find(&audit).Error })
-		if len(audit) != 3 || audit[2].Outcome != "refused" {
-			t.Fatalf("audit after refusal = %+v", audit)
-		}
-		// RETRY of the other type, older than an hour: none yet, then both.
-		q := models.TaskFilter{Type: models.ResQuota, Class: models.ClassTimeout, OlderMin: 60}
-		if n, _ := b.s.CountRerunnable(b.ctx, q); n != 0 {
-			t.Fatalf("quota tasks older than an hour = %d, want 0", n)
-		}
-		b.clock.Advance(time.Hour)
-		if n, _ := b.s.CountRerunnable(b.ctx, q); n != 1 {
-			t.Fatalf("quota TIMEOUT tasks older than an hour = %d, want 1 (o-004)", n)
-		}
-		if got := models.BulkRerunTarget(q); got != "tasks:quota?class=TIMEOUT&older=60" {
-			t.Fatalf("target = %q", got)
-		}
-	})
+// A bulk rerun's audit target names its type, then the rest of its filter.
+func TestBulkRerunTarget(t *testing.T) {
+	t.Parallel()
+	q := models.TaskFilter{Type: models.ResQuota, Class: models.ClassTimeout, OlderMin: 60}
+	if got := models.BulkRerunTarget(q); got != "tasks:quota?class=TIMEOUT&older=60" {
+		t.Fatalf("target = %q", got)
+	}
 }
 
 // Task reads one task and its attempts in order.

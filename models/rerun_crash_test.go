@@ -14,20 +14,22 @@ import (
 // crash eats the first of the rerun's eight tries, is shown as a try made
 // after the rerun, and defers the task the operator made due.
 func TestRerunAfterExpiredLeaseCountsCrashFirst(t *testing.T) {
-	rerunAfterExpiredLease(t, func(b bundle) (int64, error) {
+	rerunAfterExpiredLease(t, func(t *testing.T, b bundle) (int64, error) {
 		return b.s.Rerun(b.ctx, "o-1", models.ResInventory, "ops:alice", "stock service back")
 	})
 }
 
-// The bulk rerun likewise counts a lost try before it resets the budget.
+// The bulk rerun of ticked tasks likewise counts a lost try before it
+// resets the budget.
 func TestBulkRerunAfterExpiredLeaseCountsCrashFirst(t *testing.T) {
-	rerunAfterExpiredLease(t, func(b bundle) (int64, error) {
+	rerunAfterExpiredLease(t, func(t *testing.T, b bundle) (int64, error) {
 		f := models.TaskFilter{Statuses: []models.TaskStatus{models.TaskRetry, models.TaskManual}, Type: models.ResInventory}
-		return b.s.BulkRerun(b.ctx, f, "ops:alice", "stock service back", 1)
+		r, err := b.s.RerunTasks(b.ctx, f, []int64{b.task(t, "o-1").ID}, "ops:alice", "stock service back")
+		return int64(len(r.Made)), err
 	})
 }
 
-func rerunAfterExpiredLease(t *testing.T, rerun func(b bundle) (int64, error)) {
+func rerunAfterExpiredLease(t *testing.T, rerun func(t *testing.T, b bundle) (int64, error)) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
 		b.closedOrder(t, "o-1", 2)
@@ -39,7 +41,7 @@ func rerunAfterExpiredLease(t *testing.T, rerun func(b bundle) (int64, error)) {
 		}
 		// The worker is killed; its lease runs out before anything counts it.
 		b.clock.Advance(testLease)
-		if n, err := rerun(b); err != nil || n != 1 {
+		if n, err := rerun(t, b); err != nil || n != 1 {
 			t.Fatalf("rerun = %d, %v", n, err)
 		}
 		got, err := b.s.ClaimTasks(b.ctx, "w2", 10, testLease)

@@ -47,7 +47,7 @@ var tasksText = text{
 
 	"tasks.op.deduct": {"扣减任务：订单已支付，向远程服务扣减所占用的资源，而不是释放", "A deduct task: the order was paid, so the remote service is asked to deduct the hold, not release it"},
 
-	"tasks.exhausted": {"%d/%d 次尝试均失败；最后一次：%s %s", "%d of %d tries failed; last: %s %s"},
+	"tasks.exhausted": {"%d/%d 次尝试均失败；最后一次（%s）：%s", "%d of %d tries failed; last (%s): %s"},
 
 	"tasks.bulk.title":    {"批量重跑释放任务", "Rerun release tasks in bulk"},
 	"tasks.bulk.count":    {"个任务将被重新置为待处理并立即执行。", "task(s) will be made PENDING and due now."},
@@ -64,7 +64,6 @@ var tasksText = text{
 		"Only RETRY and MANUAL tasks can be rerun (\"due now\" keeps only RETRY ones)."},
 	"tasks.bulk.howto":      {"在任务列表中选择一种资源类型，并只勾选 RETRY 和/或 MANUAL，然后点“批量重跑这些任务”。", "In the task list, choose one resource type and tick only RETRY and/or MANUAL, then press \"Rerun these tasks\"."},
 	"tasks.bulk.done":       {"已将 %d 个任务置为待处理，worker 将立即执行。", "%d task(s) made due; the worker is releasing them now."},
-	"tasks.bulk.changed":    {"未做任何更改（COUNT_CHANGED）：你确认的是 %d 个任务，现在符合条件的是 %d 个，其间有任务已被处理或新增。请核对后再次确认。", "Nothing was changed (COUNT_CHANGED): you confirmed %d task(s), and %d match now; some changed meanwhile. Check them and confirm again."},
 	"tasks.bulk.nothing":    {"没有可重跑的任务（NOTHING_TO_RERUN）：符合条件的 RETRY/MANUAL 任务已不存在，可能已被处理。未做任何更改。", "Nothing to rerun (NOTHING_TO_RERUN): no RETRY/MANUAL task matches any more; they may have been handled. Nothing was changed."},
 	"tasks.bulk.noreason":   {"请填写重跑原因。未做任何更改。", "Give a reason for the rerun. Nothing was changed."},
 	"tasks.bulk.longreason": {"原因最多 %d 个字。未做任何更改。", "The reason may be at most %d characters. Nothing was changed."},

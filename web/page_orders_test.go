@@ -136,7 +136,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 		}
 		tl := testidElement(body, "timeline")
 		for _, want := range []string{`data-testid="event-status"`, `data-testid="event-flow"`, `data-testid="event-attempt"`,
-			"held amount is smaller than the release", "下单", "关单"} {
+			"占用量小于要释放的数量", "下单", "关单"} {
 			if !strings.Contains(tl, want) {
 				t.Errorf("timeline lacks %q", want)
 			}

@@ -97,7 +97,7 @@ func TestOrderChainRemoteHold(t *testing.T) {
 			paid := getPage(t, b, "/orders/gc-paid", false, http.StatusOK)
 			rows := rmFlowRows(paid)
 			lock := regexp.MustCompile(`账本 锁定 #\d+ 礼品卡 card-1 下单 · × 300 远程调用：已发送 user:u1$`)
-			deduct := regexp.MustCompile(`账本 扣减 #\d+ 礼品卡 card-1 支付 · × 300 远程调用：200 worker:w1$`)
+			deduct := regexp.MustCompile(`账本 扣减 #\d+ 礼品卡 card-1 支付 · × 300 远程调用：200 worker:w1 · attempt 2$`)
 			if len(rows) != 2 || !lock.MatchString(rows[0]) || !deduct.MatchString(rows[1]) {
 				t.Errorf("gc-paid ledger rows = %q", rows)
 			}
@@ -109,7 +109,7 @@ func TestOrderChainRemoteHold(t *testing.T) {
 				t.Errorf("gc-paid's timeline marks %d attempts as a deduct's, want 2 (RETRY, DONE)", got)
 			}
 			en := rmFlowRows(getPage(t, b, "/orders/gc-paid", true, http.StatusOK))
-			if len(en) != 2 || !strings.HasSuffix(en[0], "remote call: SENT user:u1") || !strings.HasSuffix(en[1], "remote call: 200 worker:w1") {
+			if len(en) != 2 || !strings.HasSuffix(en[0], "remote call: SENT user:u1") || !strings.HasSuffix(en[1], "remote call: 200 worker:w1 · attempt 2") {
 				t.Errorf("gc-paid ledger rows in English = %q", en)
 			}
 
