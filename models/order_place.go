@@ -229,6 +229,9 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 	o := &Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
 		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
+		if err := s.preparePlacement(tx, o.UserID, hs, now); err != nil {
+			return err
+		}
 		if err := tx.Create(o).Error; err != nil {
 			if IsUniqueViolation(err) {
 				return fmt.Errorf("%w: %s", ErrOrderExists, o.OrderNo)
@@ -239,6 +242,9 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 			hs[i].OrderNo = o.OrderNo
 			if err := tx.Create(&hs[i]).Error; err != nil {
 				return err
+			}
+			if hs[i].DeductAt == DeductAtPayment {
+				continue // the payment takes it (takeAtPayment)
 			}
 			op := Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
 				Trigger: TriggerPlace, Actor: "user:" + o.UserID, Now: now}
