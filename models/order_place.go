@@ -229,7 +229,8 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 	o := &Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
 		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
-		if err := s.preparePlacement(tx, o.UserID, hs, now); err != nil {
+		atPayment, err := s.preparePlacement(tx, o.UserID, hs, now)
+		if err != nil {
 			return err
 		}
 		if err := tx.Create(o).Error; err != nil {
@@ -243,8 +244,11 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 			if err := tx.Create(&hs[i]).Error; err != nil {
 				return err
 			}
-			if hs[i].DeductAt == DeductAtPayment {
-				continue // the payment takes it (takeAtPayment)
+			if atPayment[hs[i].BizKey] && hs[i].ResourceType == ResInventory {
+				if err := markAtPayment(tx, &hs[i]); err != nil {
+					return err
+				}
+				continue // the payment takes it (takeLine)
 			}
 			op := Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
 				Trigger: TriggerPlace, Actor: "user:" + o.UserID, Now: now}

@@ -18,8 +18,8 @@ type SKU struct {
 	Sold          int64     `json:"sold"`
 	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s"`
 	DeductAt      DeductAt  `json:"deduct_at" gorm:"default:order"`
-	PerUserOrders int64     `json:"per_user_orders"`
-	WindowS       int64     `json:"window_s" gorm:"column:window_s"`
+	PerUserOrders int64     `json:"per_user_orders" gorm:"default:0"`
+	WindowS       int64     `json:"window_s" gorm:"column:window_s;default:0"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
 
@@ -96,7 +96,10 @@ func (s *Store) setSKU(ctx context.Context, skuID string, available int64, set S
 	var out SKU
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&SKU{SkuID: skuID, DeductAt: DeductAtOrder, UpdatedAt: now}).Error
+		// Only the columns every schema version has: tests of older
+		// migrations set stock too.
+		err := tx.Exec("INSERT INTO inventory (sku_id, available, locked, sold, release_delay_s, updated_at) VALUES (?, 0, 0, 0, 0, ?) ON CONFLICT DO NOTHING",
+			skuID, now).Error
 		if err != nil {
 			return err
 		}
@@ -261,9 +264,9 @@ type Activity struct {
 	Available     int64     `json:"available"`
 	Locked        int64     `json:"locked"`
 	Used          int64     `json:"used"`
-	PerUserOrders int64     `json:"per_user_orders"`
-	WindowS       int64     `json:"window_s" gorm:"column:window_s"`
-	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s"`
+	PerUserOrders int64     `json:"per_user_orders" gorm:"default:0"`
+	WindowS       int64     `json:"window_s" gorm:"column:window_s;default:0"`
+	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s;default:0"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
 
@@ -306,7 +309,9 @@ func (s *Store) setActivity(ctx context.Context, id string, total int64, set Act
 	var out Activity
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&Activity{ActivityID: id, UpdatedAt: now}).Error; err != nil {
+		err := tx.Exec("INSERT INTO activity_quotas (activity_id, total, available, locked, used, updated_at) VALUES (?, 0, 0, 0, 0, ?) ON CONFLICT DO NOTHING",
+			id, now).Error
+		if err != nil {
 			return err
 		}
 		cur, _, err := c.lock(tx, id)

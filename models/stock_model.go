@@ -24,11 +24,13 @@ type skuPolicy struct {
 
 // preparePlacement runs inside a placement's transaction before anything is
 // written: it refuses the order when it passes a per-user limit of one of
-// its SKUs or its activity (ErrUserLimit), and marks the lines of SKUs
-// deducted at payment, which hold nothing: their qty becomes 0 and Ordered
-// what they ask. Such a line is still refused when the SKU has not that much
-// available now, as a lock would be, though nothing is taken.
-func (s *Store) preparePlacement(tx *gorm.DB, userID string, hs []Hold, now time.Time) error {
+// its SKUs or its activity (ErrUserLimit), and returns the SKUs of its lines
+// deducted at payment, which hold nothing. Such a line is still refused when
+// the SKU has not that much available now, as a lock would be, though
+// nothing is taken. The rows are read with SELECT *: the migration tests
+// place orders on schemas older than these columns, which then read as
+// deducted at placement, no limit.
+func (s *Store) preparePlacement(tx *gorm.DB, userID string, hs []Hold, now time.Time) (map[string]bool, error) {
 	var skus []string
 	for _, h := range hs {
 		if h.ResourceType == ResInventory {
@@ -38,9 +40,8 @@ func (s *Store) preparePlacement(tx *gorm.DB, userID string, hs []Hold, now time
 	pol := map[string]skuPolicy{}
 	if len(skus) > 0 {
 		var rows []skuPolicy
-		if err := tx.Raw("SELECT sku_id, deduct_at, available, per_user_orders, window_s FROM inventory WHERE sku_id IN ?", skus).
-			Scan(&rows).Error; err != nil {
-			return err
+		if err := tx.Raw("SELECT * FROM inventory WHERE sku_id IN ?", skus).Scan(&rows).Error; err != nil {
+			return nil, err
 		}
 		for _, r := range rows {
 			pol[r.SkuID] = r
@@ -48,42 +49,49 @@ func (s *Store) preparePlacement(tx *gorm.DB, userID string, hs []Hold, now time
 	}
 	// hs is sorted by (type, key), so every placement takes the limits'
 	// locks in one order.
-	for i := range hs {
+	atPayment := map[string]bool{}
+	for _, h := range hs {
 		var lim UserLimit
-		switch hs[i].ResourceType {
+		switch h.ResourceType {
 		case ResInventory:
-			p, ok := pol[hs[i].BizKey]
+			p, ok := pol[h.BizKey]
 			if !ok {
 				continue // the lock answers RESOURCE_NOT_FOUND
+			}
+			if p.DeductAt == DeductAtPayment {
+				if p.Available < h.Qty {
+					return nil, fmt.Errorf("%w: inventory %s has %d, asks %d (deducted at payment: nothing is held)",
+						ErrInsufficientStock, h.BizKey, p.Available, h.Qty)
+				}
+				atPayment[h.BizKey] = true
 			}
 			lim = UserLimit{PerUserOrders: p.PerUserOrders, WindowS: p.WindowS}
 		case ResQuota:
 			var rows []UserLimit
-			if err := tx.Raw("SELECT per_user_orders, window_s FROM activity_quotas WHERE activity_id = ?", hs[i].BizKey).
-				Scan(&rows).Error; err != nil {
-				return err
+			if err := tx.Raw("SELECT * FROM activity_quotas WHERE activity_id = ?", h.BizKey).Scan(&rows).Error; err != nil {
+				return nil, err
 			}
 			if len(rows) == 1 {
 				lim = rows[0]
 			}
 		}
 		if lim.PerUserOrders > 0 {
-			if err := s.checkUserLimit(tx, userID, hs[i].ResourceType, hs[i].BizKey, lim, now); err != nil {
-				return err
+			if err := s.checkUserLimit(tx, userID, h.ResourceType, h.BizKey, lim, now); err != nil {
+				return nil, err
 			}
 		}
 	}
-	for i := range hs {
-		p, ok := pol[hs[i].BizKey]
-		if hs[i].ResourceType != ResInventory || !ok || p.DeductAt != DeductAtPayment {
-			continue
-		}
-		if p.Available < hs[i].Qty {
-			return fmt.Errorf("%w: inventory %s has %d, asks %d (deducted at payment: nothing is held)",
-				ErrInsufficientStock, hs[i].BizKey, p.Available, hs[i].Qty)
-		}
-		hs[i].DeductAt, hs[i].Ordered, hs[i].Qty = DeductAtPayment, hs[i].Qty, 0
+	return atPayment, nil
+}
+
+// markAtPayment makes a line just written deducted at payment: it holds
+// nothing (qty 0) and remembers what it ordered for the payment to take.
+func markAtPayment(tx *gorm.DB, h *Hold) error {
+	err := tx.Exec("UPDATE order_holds SET deduct_at = ?, ordered = qty, qty = 0 WHERE id = ?", DeductAtPayment, h.ID).Error
+	if err != nil {
+		return err
 	}
+	h.DeductAt, h.Ordered, h.Qty = DeductAtPayment, h.Qty, 0
 	return nil
 }
 
@@ -139,11 +147,15 @@ var errStockGone = errors.New("stock deducted at payment is gone")
 // payment (takeLine).
 func (s *Store) takeAtPayment(tx *gorm.DB, orderNo, userID string, trig Trigger, epoch int) error {
 	var hs []Hold
-	if err := tx.Where("order_no = ? AND deduct_at = ? AND qty = 0", orderNo, DeductAtPayment).Find(&hs).Error; err != nil {
+	// Every hold, filtered here: a schema older than deduct_at reads none.
+	if err := tx.Where("order_no = ?", orderNo).Find(&hs).Error; err != nil {
 		return err
 	}
 	sortHolds(hs)
 	for _, h := range hs {
+		if h.DeductAt != DeductAtPayment || h.Qty != 0 {
+			continue
+		}
 		if err := s.takeLine(tx, h, userID, trig, epoch); err != nil {
 			return err
 		}
