@@ -38,6 +38,7 @@ var (
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}
 	ErrRemoteUnavailable = &Error{"REMOTE_UNAVAILABLE", "the service that keeps the resource did not answer"}
 	ErrPlacementPending  = &Error{"PLACEMENT_PENDING", "the order's placement has not finished: its remote locks are unanswered"}
+	ErrUserLimit         = &Error{"USER_LIMIT", "the user has placed as many orders of this as the limit allows"}
 )
 
 // Release failures that no retry can fix: the task goes to MANUAL.

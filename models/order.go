@@ -47,6 +47,12 @@ type Hold struct {
 	Qty          int64        `json:"qty"`
 	Released     int64        `json:"released"`
 	Deducted     int64        `json:"deducted"`
+	// DeductAt is when a SKU line takes its stock (docs/stock-models.md):
+	// at placement, or at payment, when Qty stays 0 until the payment
+	// takes Ordered.
+	// Placement writes them after the row (markAtPayment).
+	DeductAt DeductAt `json:"deduct_at,omitempty" gorm:"->"`
+	Ordered  int64    `json:"ordered,omitempty" gorm:"->"`
 	// After payment (order_life.go): of deducted, what was shipped and
 	// what was refunded before shipping; of shipped, what came back, and
 	// of that what the warehouse restocked or wrote off. Version counts

@@ -34,7 +34,12 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 		}
 		if res.RowsAffected == 1 {
 			out.Status = OrderPaid
-			return s.deductAll(tx, orderNo, TriggerPay, 0)
+			err := savepoint(tx, "pay", func() error { return s.deductAll(tx, orderNo, TriggerPay, 0) })
+			if !errors.Is(err, errStockGone) {
+				return err
+			}
+			out, err = s.payStockGone(tx, orderNo, err)
+			return err
 		}
 		var o Order
 		if err := tx.Where("order_no = ?", orderNo).Take(&o).Error; err != nil {
@@ -61,7 +66,8 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 	return out, nil
 }
 
-// deductAll consumes every outstanding hold of an order. A remote type's
+// deductAll consumes every outstanding hold of an order and takes the stock
+// of its lines deducted at payment (takeLine). A remote type's
 // hold is deducted by its service, which the payment's transaction cannot
 // call: it writes a DEDUCT task instead, which the worker calls and
 // records as it does a release. An order whose remote locks were not all
@@ -79,6 +85,12 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 	now := s.Now()
 	var tasks []ReleaseTask
 	for _, h := range hs {
+		if h.DeductAt == DeductAtPayment && h.Qty == 0 {
+			if err := s.takeLine(tx, h, o.UserID, trig, epoch); err != nil {
+				return err
+			}
+			continue
+		}
 		if h.Outstanding() == 0 {
 			continue
 		}
@@ -158,6 +170,11 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 				if err := s.apply(tx, t.ResourceType, op(FlowDeduct, t)); err != nil {
 					return err
 				}
+			}
+			// Lines deducted at payment held nothing and have no task: a
+			// late payment takes them as a payment would.
+			if err := s.takeAtPayment(tx, o.OrderNo, o.UserID, TriggerLatePayment, 1); err != nil {
+				return err
 			}
 			return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
 			WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, now, o.OrderNo).Error

@@ -229,6 +229,10 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 	o := &Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
 		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
 	err = s.write(ctx, func(tx *gorm.DB) error {
+		atPayment, err := s.preparePlacement(tx, o.UserID, hs, now)
+		if err != nil {
+			return err
+		}
 		if err := tx.Create(o).Error; err != nil {
 			if IsUniqueViolation(err) {
 				return fmt.Errorf("%w: %s", ErrOrderExists, o.OrderNo)
@@ -239,6 +243,12 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 			hs[i].OrderNo = o.OrderNo
 			if err := tx.Create(&hs[i]).Error; err != nil {
 				return err
+			}
+			if atPayment[hs[i].BizKey] && hs[i].ResourceType == ResInventory {
+				if err := markAtPayment(tx, &hs[i]); err != nil {
+					return err
+				}
+				continue // the payment takes it (takeLine)
 			}
 			op := Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
 				Trigger: TriggerPlace, Actor: "user:" + o.UserID, Now: now}

@@ -17,30 +17,89 @@ type SKU struct {
 	Locked        int64     `json:"locked"`
 	Sold          int64     `json:"sold"`
 	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s"`
+	DeductAt      DeductAt  `json:"deduct_at" gorm:"default:order"`
+	PerUserOrders int64     `json:"per_user_orders" gorm:"default:0"`
+	WindowS       int64     `json:"window_s" gorm:"column:window_s;default:0"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // TableName is the inventory table.
 func (SKU) TableName() string { return "inventory" }
 
+// UserLimit is how many orders one user may place of a SKU or an activity
+// within a window; the zero value is no limit.
+type UserLimit struct {
+	PerUserOrders int64 `json:"per_user_orders"`
+	WindowS       int64 `json:"window_s"`
+}
+
+// MaxLimitWindowS bounds a user limit's window, so that a placement's count
+// never reads more than 30 days of one user's orders.
+const MaxLimitWindowS = 30 * 86400
+
+func (l UserLimit) validate() error {
+	if l == (UserLimit{}) {
+		return nil
+	}
+	if l.PerUserOrders < 1 || l.PerUserOrders > MaxQty {
+		return invalid("per_user_orders must be from 1 to %d (or leave the limit out)", MaxQty)
+	}
+	if l.WindowS < 1 || l.WindowS > MaxLimitWindowS {
+		return invalid("window_s must be from 1 to %d", MaxLimitWindowS)
+	}
+	return nil
+}
+
+// SKUSettings are what a SKU's PUT sets beside its stock.
+type SKUSettings struct {
+	ReleaseDelayS int64
+	DeductAt      DeductAt // "" is DeductAtOrder
+	Limit         UserLimit
+}
+
 // SetStock makes a SKU's available stock equal to available (creating the
-// SKU when new) and sets its release delay. The change is an ADJUST ledger
-// row, so the ledger still sums to available + locked + sold.
+// SKU when new) and sets its release delay, leaving its stock model and
+// limit as they are.
 func (s *Store) SetStock(ctx context.Context, skuID string, available, releaseDelayS int64, actor string) (*SKU, error) {
+	return s.setSKU(ctx, skuID, available, SKUSettings{ReleaseDelayS: releaseDelayS}, false, actor)
+}
+
+// SetSKU makes a SKU's available stock equal to available (creating the SKU
+// when new) and sets all its settings. The stock change is an ADJUST ledger
+// row, so the ledger still sums to available + locked + sold. A new stock
+// model applies to orders placed from then on: each order's line keeps the
+// model it was placed under.
+func (s *Store) SetSKU(ctx context.Context, skuID string, available int64, set SKUSettings, actor string) (*SKU, error) {
+	return s.setSKU(ctx, skuID, available, set, true, actor)
+}
+
+func (s *Store) setSKU(ctx context.Context, skuID string, available int64, set SKUSettings, all bool, actor string) (*SKU, error) {
 	if !ValidKey(skuID) {
 		return nil, invalid("sku_id must be 1-64 letters, digits or -_.:")
 	}
 	if available < 0 || available > MaxAmount {
 		return nil, invalid("available must be from 0 to %d", int64(MaxAmount))
 	}
-	if releaseDelayS < 0 || releaseDelayS > 86400 {
+	if set.ReleaseDelayS < 0 || set.ReleaseDelayS > 86400 {
 		return nil, invalid("release_delay_s must be from 0 to 86400")
+	}
+	if set.DeductAt == "" {
+		set.DeductAt = DeductAtOrder
+	}
+	if _, err := ParseDeductAt(string(set.DeductAt)); err != nil {
+		return nil, err
+	}
+	if err := set.Limit.validate(); err != nil {
+		return nil, err
 	}
 	c := s.resources[ResInventory].(*counter)
 	var out SKU
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&SKU{SkuID: skuID, UpdatedAt: now}).Error
+		// Only the columns every schema version has: tests of older
+		// migrations set stock too.
+		err := tx.Exec("INSERT INTO inventory (sku_id, available, locked, sold, release_delay_s, updated_at) VALUES (?, 0, 0, 0, 0, ?) ON CONFLICT DO NOTHING",
+			skuID, now).Error
 		if err != nil {
 			return err
 		}
@@ -51,11 +110,17 @@ func (s *Store) SetStock(ctx context.Context, skuID string, available, releaseDe
 		if _, err := c.adjust(tx, skuID, available-cur.Avail, actor, now); err != nil {
 			return err
 		}
-		if err := tx.Model(&SKU{}).Where("sku_id = ?", skuID).Update("release_delay_s", releaseDelayS).Error; err != nil {
+		cols := map[string]any{"release_delay_s": set.ReleaseDelayS}
+		detail := fmt.Sprintf("available %d → %d, release delay %ds", cur.Avail, available, set.ReleaseDelayS)
+		if all {
+			cols["deduct_at"], cols["per_user_orders"], cols["window_s"] = set.DeductAt, set.Limit.PerUserOrders, set.Limit.WindowS
+			detail += fmt.Sprintf(", deducted at %s, limit %s", set.DeductAt, set.Limit)
+		}
+		if err := tx.Model(&SKU{}).Where("sku_id = ?", skuID).Updates(cols).Error; err != nil {
 			return err
 		}
 		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "set_stock", Target: "sku:" + skuID, Outcome: "ok",
-			Detail: fmt.Sprintf("available %d → %d, release delay %ds", cur.Avail, available, releaseDelayS)}, now); err != nil {
+			Detail: detail}, now); err != nil {
 			return err
 		}
 		return tx.Where("sku_id = ?", skuID).Take(&out).Error
@@ -64,6 +129,14 @@ func (s *Store) SetStock(ctx context.Context, skuID string, available, releaseDe
 		return nil, fmt.Errorf("set stock %s: %w", skuID, err)
 	}
 	return &out, nil
+}
+
+// String says the limit as people read it.
+func (l UserLimit) String() string {
+	if l == (UserLimit{}) {
+		return "none"
+	}
+	return fmt.Sprintf("%d orders a user per %ds", l.PerUserOrders, l.WindowS)
 }
 
 // GetSKU reads one SKU.
@@ -186,31 +259,59 @@ func (s *Store) GetAccount(ctx context.Context, uid string) (map[Asset]AccountAs
 
 // Activity is one activity's quota.
 type Activity struct {
-	ActivityID string    `json:"activity_id"`
-	Total      int64     `json:"total"`
-	Available  int64     `json:"available"`
-	Locked     int64     `json:"locked"`
-	Used       int64     `json:"used"`
-	UpdatedAt  time.Time `json:"updated_at"`
+	ActivityID    string    `json:"activity_id"`
+	Total         int64     `json:"total"`
+	Available     int64     `json:"available"`
+	Locked        int64     `json:"locked"`
+	Used          int64     `json:"used"`
+	PerUserOrders int64     `json:"per_user_orders" gorm:"default:0"`
+	WindowS       int64     `json:"window_s" gorm:"column:window_s;default:0"`
+	ReleaseDelayS int64     `json:"release_delay_s" gorm:"column:release_delay_s;default:0"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // TableName is the quota table.
 func (Activity) TableName() string { return "activity_quotas" }
 
+// ActivitySettings are what an activity's PUT sets beside its total.
+type ActivitySettings struct {
+	ReleaseDelayS int64
+	Limit         UserLimit
+}
+
 // SetActivity makes an activity's total quota equal to total (creating it
-// when new). The total cannot drop below what is locked and used.
+// when new), leaving its limit and release delay as they are.
 func (s *Store) SetActivity(ctx context.Context, id string, total int64, actor string) (*Activity, error) {
+	return s.setActivity(ctx, id, total, ActivitySettings{}, false, actor)
+}
+
+// SetActivityWith makes an activity's total quota equal to total (creating
+// it when new) and sets its per-user limit and release delay. The total
+// cannot drop below what is locked and used.
+func (s *Store) SetActivityWith(ctx context.Context, id string, total int64, set ActivitySettings, actor string) (*Activity, error) {
+	return s.setActivity(ctx, id, total, set, true, actor)
+}
+
+func (s *Store) setActivity(ctx context.Context, id string, total int64, set ActivitySettings, all bool, actor string) (*Activity, error) {
 	if !ValidKey(id) {
 		return nil, invalid("activity id must be 1-64 letters, digits or -_.:")
 	}
 	if total < 0 || total > MaxAmount {
 		return nil, invalid("total must be from 0 to %d", int64(MaxAmount))
 	}
+	if set.ReleaseDelayS < 0 || set.ReleaseDelayS > 86400 {
+		return nil, invalid("release_delay_s must be from 0 to 86400")
+	}
+	if err := set.Limit.validate(); err != nil {
+		return nil, err
+	}
 	c := s.resources[ResQuota].(*counter)
 	var out Activity
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&Activity{ActivityID: id, UpdatedAt: now}).Error; err != nil {
+		err := tx.Exec("INSERT INTO activity_quotas (activity_id, total, available, locked, used, updated_at) VALUES (?, 0, 0, 0, 0, ?) ON CONFLICT DO NOTHING",
+			id, now).Error
+		if err != nil {
 			return err
 		}
 		cur, _, err := c.lock(tx, id)
@@ -223,11 +324,17 @@ func (s *Store) SetActivity(ctx context.Context, id string, total int64, actor s
 		if _, err := c.adjust(tx, id, total-cur.Held-cur.Spent-cur.Avail, actor, now); err != nil {
 			return err
 		}
-		if err := tx.Model(&Activity{}).Where("activity_id = ?", id).Update("total", total).Error; err != nil {
+		cols := map[string]any{"total": total}
+		detail := fmt.Sprintf("total %d", total)
+		if all {
+			cols["per_user_orders"], cols["window_s"], cols["release_delay_s"] = set.Limit.PerUserOrders, set.Limit.WindowS, set.ReleaseDelayS
+			detail += fmt.Sprintf(", release delay %ds, limit %s", set.ReleaseDelayS, set.Limit)
+		}
+		if err := tx.Model(&Activity{}).Where("activity_id = ?", id).Updates(cols).Error; err != nil {
 			return err
 		}
 		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "activity_set", Target: "activity:" + id, Outcome: "ok",
-			Detail: fmt.Sprintf("total %d", total)}, now); err != nil {
+			Detail: detail}, now); err != nil {
 			return err
 		}
 		return tx.Where("activity_id = ?", id).Take(&out).Error

@@ -157,6 +157,31 @@ func ParseCloseReason(s string) (Trigger, error) {
 	return "", fmt.Errorf("%w: close reason must be USER_CANCEL, TIMEOUT or ADMIN, not %q", ErrInvalid, s)
 }
 
+// DeductAt is a SKU's stock model: when an order takes its stock.
+type DeductAt string
+
+// Stock models.
+const (
+	// DeductAtOrder locks the stock at placement and releases it at close.
+	DeductAtOrder DeductAt = "order"
+	// DeductAtPayment holds nothing while the order is unpaid: the payment
+	// takes the stock from what is available then.
+	DeductAtPayment DeductAt = "payment"
+)
+
+// ParseDeductAt accepts a stock model.
+func ParseDeductAt(s string) (DeductAt, error) {
+	switch d := DeductAt(s); d {
+	case DeductAtOrder, DeductAtPayment:
+		return d, nil
+	}
+	return "", fmt.Errorf("%w: deduct_at must be \"order\" or \"payment\", not %q", ErrInvalid, s)
+}
+
+// TriggerStockGone closes an order whose payment found its deduct-at-payment
+// stock gone: nothing is deducted, the money is to be refunded.
+const TriggerStockGone Trigger = "STOCK_GONE"
+
 // Asset is what an account holds: money or points.
 type Asset string
 

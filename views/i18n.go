@@ -6,7 +6,7 @@ type text map[string][2]string
 // catalogSets are the catalog's parts, each page's own set kept in its own
 // file; a key belongs to one set only (a test checks).
 var catalogSets = []text{commonText, overviewText, liveText, ordersText, tasksText, ledgerText, reconText, jobsText, authText, resourcesText,
-	searchText, lifeText, lifeSection, readableText, linksText, actionsText, reconGroupText}
+	searchText, lifeText, lifeSection, readableText, linksText, actionsText, reconGroupText, stockText}
 
 // catalog is every string the dashboard shows.
 var catalog = merge(catalogSets...)
@@ -94,6 +94,7 @@ var commonText = text{
 	"code.LATE_PAYMENT": {"迟到支付", "LATE_PAYMENT"},
 	"code.SETUP":        {"初始化/调整", "SETUP"},
 	// A placement whose remote lock was refused or not answered.
+	"code.STOCK_GONE":    {"支付时库存已无", "STOCK_GONE"},
 	"code.PLACE_ABORTED": {"下单中止", "PLACE_ABORTED"},
 	// A remote type's LOCK ledger row, written before the lock is sent.
 	"code.SENT": {"已发送", "SENT"},

@@ -99,7 +99,7 @@ func samplePages(lang Lang, role string) map[string]templ.Component {
 			Hidden: []BulkHidden{{Name: "type", Value: "inventory"}}, MaxReason: 500}),
 		"bulk-refused": BulkRerunRefusedPage(pg("tasks.bulk.title", "tasks"), "tasks.bulk.howto", "/tasks"),
 		"inventory":    InventoryPage(pg("inv.title", "inventory"), InventoryView{Prefix: "SKU", Rows: []InventoryRow{inv}, Pager: pager}),
-		"sku":          SKUPage(pg("sku.title", "inventory"), SKUView{SKU: inv, Flows: []LedgerFlowRow{flow}, Pager: pager}),
+		"sku":          SKUPage(pg("sku.title", "inventory"), SKUView{SKU: inv, Flows: []LedgerFlowRow{flow}, Pager: pager, Model: StockModel{DeductAt: "payment"}}),
 		"coupons": CouponsPage(pg("coupons.title", "coupons"), CouponsView{Filter: CouponFilter{User: "u1"},
 			Totals:     &CouponTotals{Scope: "all", N: map[string]map[string]int64{"PLATFORM": {"LOCK": 1}, "MERCHANT": {"RELEASE": 2}}},
 			TotalsDays: 1, TodayURL: "/coupons", UserCoupons: []CouponNow{{ID: 1, Owner: "PLATFORM", Status: "LOCKED", OrderNo: "O-1", ExpireAt: at}},

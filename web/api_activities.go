@@ -9,22 +9,29 @@ import (
 )
 
 type activityView struct {
-	ActivityID string `json:"activity_id"`
-	Total      int64  `json:"total"`
-	Available  int64  `json:"available"`
-	Locked     int64  `json:"locked"`
-	Used       int64  `json:"used"`
+	ActivityID    string            `json:"activity_id"`
+	Total         int64             `json:"total"`
+	Available     int64             `json:"available"`
+	Locked        int64             `json:"locked"`
+	Used          int64             `json:"used"`
+	ReleaseDelayS int64             `json:"release_delay_s"`
+	UserLimit     *models.UserLimit `json:"user_limit,omitempty"`
 }
 
 func newActivityView(a *models.Activity) activityView {
-	return activityView{ActivityID: a.ActivityID, Total: a.Total, Available: a.Available, Locked: a.Locked, Used: a.Used}
+	return activityView{ActivityID: a.ActivityID, Total: a.Total, Available: a.Available, Locked: a.Locked, Used: a.Used,
+		ReleaseDelayS: a.ReleaseDelayS, UserLimit: limitView(a.PerUserOrders, a.WindowS)}
 }
 
 type putActivityBody struct {
-	Total *int64 `json:"total"`
+	Total         *int64            `json:"total"`
+	ReleaseDelayS int64             `json:"release_delay_s"`
+	UserLimit     *models.UserLimit `json:"user_limit"`
 }
 
-// putActivity sets an activity's total quota, creating it when new.
+// putActivity sets an activity's total quota, release delay and per-user
+// limit, creating it when new. A missing release_delay_s means 0, a
+// missing user_limit none.
 func (s *server) putActivity(c *echo.Context) error {
 	id, err := keyParam(c, "activity_id")
 	if err != nil {
@@ -37,7 +44,11 @@ func (s *server) putActivity(c *echo.Context) error {
 	if body.Total == nil {
 		return invalidf("total is required")
 	}
-	a, err := s.store.SetActivity(c.Request().Context(), id, *body.Total, actor(c))
+	set := models.ActivitySettings{ReleaseDelayS: body.ReleaseDelayS}
+	if body.UserLimit != nil {
+		set.Limit = *body.UserLimit
+	}
+	a, err := s.store.SetActivityWith(c.Request().Context(), id, *body.Total, set, actor(c))
 	if err != nil {
 		return err
 	}

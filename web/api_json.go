@@ -201,6 +201,9 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 			status = http.StatusBadRequest
 		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound), errors.Is(err, models.ErrLineNotFound):
 			status = http.StatusNotFound
+		case errors.Is(err, models.ErrUserLimit):
+			// The message says when the limit frees.
+			status = http.StatusTooManyRequests
 		case errors.Is(err, models.ErrRemoteUnavailable), errors.Is(err, models.ErrPlacementPending):
 			// A remote service did not answer (the order was closed and
 			// its holds go back; placing again may pass), or a payment

@@ -13,22 +13,27 @@ type skuJSON struct {
 	Locked        int64  `json:"locked"`
 	Sold          int64  `json:"sold"`
 	ReleaseDelayS int64  `json:"release_delay_s"`
+	DeductAt      string `json:"deduct_at"`
+	UserLimit     *struct {
+		PerUserOrders int64 `json:"per_user_orders"`
+		WindowS       int64 `json:"window_s"`
+	} `json:"user_limit"`
 }
 
 func TestSKUs(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		got := must[skuJSON](t, b, http.StatusOK, "PUT", "/api/v1/skus/sku-1", `{"available":10,"release_delay_s":30}`)
-		if want := (skuJSON{SkuID: "sku-1", Available: 10, ReleaseDelayS: 30}); got != want {
+		if want := (skuJSON{SkuID: "sku-1", Available: 10, ReleaseDelayS: 30, DeductAt: "order"}); got != want {
 			t.Fatalf("PUT = %+v, want %+v", got, want)
 		}
 		// PUT replaces: no release_delay_s means 0.
 		got = must[skuJSON](t, b, http.StatusOK, "PUT", "/api/v1/skus/sku-1", `{"available":7}`)
-		if want := (skuJSON{SkuID: "sku-1", Available: 7}); got != want {
+		if want := (skuJSON{SkuID: "sku-1", Available: 7, DeductAt: "order"}); got != want {
 			t.Fatalf("second PUT = %+v, want %+v", got, want)
 		}
 		got = must[skuJSON](t, b, http.StatusOK, "GET", "/api/v1/skus/sku-1", "")
-		if want := (skuJSON{SkuID: "sku-1", Available: 7}); got != want {
+		if want := (skuJSON{SkuID: "sku-1", Available: 7, DeductAt: "order"}); got != want {
 			t.Fatalf("GET = %+v, want %+v", got, want)
 		}
 		sku, err := b.s.GetSKU(b.ctx, "sku-1")
@@ -101,11 +106,16 @@ func TestAccounts(t *testing.T) {
 }
 
 type activityJSON struct {
-	ActivityID string `json:"activity_id"`
-	Total      int64  `json:"total"`
-	Available  int64  `json:"available"`
-	Locked     int64  `json:"locked"`
-	Used       int64  `json:"used"`
+	ActivityID    string `json:"activity_id"`
+	Total         int64  `json:"total"`
+	Available     int64  `json:"available"`
+	Locked        int64  `json:"locked"`
+	Used          int64  `json:"used"`
+	ReleaseDelayS int64  `json:"release_delay_s"`
+	UserLimit     *struct {
+		PerUserOrders int64 `json:"per_user_orders"`
+		WindowS       int64 `json:"window_s"`
+	} `json:"user_limit"`
 }
 
 func TestActivities(t *testing.T) {

@@ -60,7 +60,12 @@ func (s *server) skuLedger(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.SKUView{SKU: inventoryRow(*sku), Flows: s.ledgerFlowRows(flows.Flows)}
+	k, err := s.store.GetSKU(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := views.SKUView{SKU: inventoryRow(*sku), Flows: s.ledgerFlowRows(flows.Flows),
+		Model: views.StockModel{DeductAt: string(k.DeductAt), PerUserOrders: k.PerUserOrders, WindowS: k.WindowS}}
 	path := "/inventory/" + id
 	if after != 0 {
 		v.Pager.FirstURL = path
