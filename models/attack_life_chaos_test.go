@@ -21,6 +21,7 @@ import (
 // error (models.Error: the unit went elsewhere first), but none may fail
 // otherwise (a deadlock, a CHECK violation, a duplicate ledger key), and
 // afterwards the invariant checker and reconciliation must be clean.
+// A reconciliation runs in a loop meanwhile and must see nothing amiss.
 // Users differ per order so the whole-refund lock-order defect
 // (TestAttackLifeWholeRefundLockOrder) does not mask anything else.
 func TestAttackLifeTwoInstancesChaos(t *testing.T) {
@@ -74,6 +75,31 @@ func TestAttackLifeTwoInstancesChaos(t *testing.T) {
 	var bad []error
 	ok := 0
 	var wg sync.WaitGroup
+	// Reconciliation reads one snapshot: run while everything moves, it
+	// must never see a line apart from its ledger rows, nor anything else.
+	stop := make(chan struct{})
+	var reconWG sync.WaitGroup
+	reconWG.Add(1)
+	var seen []models.Diff
+	runs := 0
+	go func() {
+		defer reconWG.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d, err := stores[runs%2].Reconcile(ctx)
+			mu.Lock()
+			runs++
+			if err != nil {
+				bad = append(bad, fmt.Errorf("reconcile under load: %w", err))
+			}
+			seen = append(seen, d...)
+			mu.Unlock()
+		}
+	}()
 	for g := range 6 {
 		wg.Add(1)
 		go func() {
@@ -120,6 +146,12 @@ func TestAttackLifeTwoInstancesChaos(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	reconWG.Wait()
+	for _, d := range seen {
+		t.Errorf("reconciliation under load saw %+v", d)
+	}
+	t.Logf("%d reconciliations under load", runs)
 	if ok < 60 {
 		t.Errorf("only %d of 240 calls went through: the round raced too little to mean anything", ok)
 	}
