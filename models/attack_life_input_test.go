@@ -34,10 +34,16 @@ func TestAttackLifeHostileInput(t *testing.T) {
 				return err
 			}, models.ErrInvalid},
 			{"same sku twice", func() error { _, err := b.s.Ship(b.ctx, "o-h", "s1", lines("sku-1", 1, "sku-1", 1), "w"); return err }, models.ErrInvalid},
-			{"id of 65 bytes", func() error { _, err := b.s.Ship(b.ctx, "o-h", strings.Repeat("x", 65), lines("sku-1", 1), "w"); return err }, models.ErrInvalid},
+			{"id of 65 bytes", func() error {
+				_, err := b.s.Ship(b.ctx, "o-h", strings.Repeat("x", 65), lines("sku-1", 1), "w")
+				return err
+			}, models.ErrInvalid},
 			{"unicode id", func() error { _, err := b.s.Ship(b.ctx, "o-h", "发货-1", lines("sku-1", 1), "w"); return err }, models.ErrInvalid},
 			{"NUL in sku", func() error { _, err := b.s.Ship(b.ctx, "o-h", "s1", lines("sku\x00-1", 1), "w"); return err }, models.ErrInvalid},
-			{"reason of 501 bytes", func() error { _, err := b.s.Refund(b.ctx, "o-h", "r1", lines("sku-1", 1), strings.Repeat("退", 167), "w"); return err }, models.ErrInvalid},
+			{"reason of 501 bytes", func() error {
+				_, err := b.s.Refund(b.ctx, "o-h", "r1", lines("sku-1", 1), strings.Repeat("退", 167), "w")
+				return err
+			}, models.ErrInvalid},
 			{"balance key as a line", func() error { _, err := b.s.Refund(b.ctx, "o-h", "r1", lines("u1", 1), "", "w"); return err }, models.ErrLineNotFound},
 			{"more than paid", func() error { _, err := b.s.Ship(b.ctx, "o-h", "s1", lines("sku-1", 3), "w"); return err }, models.ErrQtyExceeded},
 			{"order no with NUL", func() error { _, err := b.s.Ship(b.ctx, "o-h\x00", "s1", lines("sku-1", 1), "w"); return err }, models.ErrInvalid},
