@@ -86,17 +86,12 @@ func TestAttackLifeHostileInput(t *testing.T) {
 	})
 }
 
-// DEFECT (low, PostgreSQL). An operation's actor reaches the ledger row
-// raw: lifeCtx.resourceOp puts c.r.actor into the Op, and the counter's
-// flow insert stores it as is, while the same operation's order_ops row
-// and audit entry clip it (clip replaces NUL and bytes that are not
-// UTF-8). An actor with NUL makes PostgreSQL refuse the whole operation
-// (SQLSTATE 22021), answered as a server error; SQLite stores it. Through
-// the API the actor is a principal's name or "anonymous:"+RealIP, so it
-// is reachable only through a hostile configured name or forwarded-IP
-// header; a caller of the models API (a job, the CLI) can pass anything.
-// A fix: clip the actor once in lifeReq (or in Op construction) as
-// insertOp does.
+// An operation's actor reaches its ledger rows as storable text, as the
+// operation's record and audit entry have it: an actor with NUL or bytes
+// that are not UTF-8 (PostgreSQL refuses both in TEXT, SQLSTATE 22021)
+// is clipped once, before anything is written. Through the API the actor
+// is a principal's name or "anonymous:"+RealIP; a caller of the models API
+// can pass anything. (Found by an attack: the ledger row got it raw.)
 func TestAttackLifeActorReachesLedgerRaw(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := b.shop(t)

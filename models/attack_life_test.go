@@ -9,19 +9,12 @@ import (
 	"unhold/models/modelstest"
 )
 
-// DEFECT (high). A late payment after every line of the order was
-// cancelled leaves the order PAID while it holds no goods. CancelLine
-// gives the stock back at once, with a RELEASE row and no release task;
-// when the last line empties, the order closes and only its other holds
-// get tasks. payLate re-acquires and deducts only what the order's tasks
-// name, so the inventory lines are never taken back: the customer paid,
-// the order says PAID, and nothing of sku-1 or sku-2 is sold to it (a
-// shipment then fails QTY_EXCEEDED, and the units may already be sold to
-// someone else). A fix: payLate should treat line-cancelled quantities
-// like DONE tasks (re-lock and deduct the hold's released quantity under
-// epoch 1), or, simpler and in the spirit of the doc ("it never returns
-// the order to PENDING"), send an order that was closed by LINE_CANCEL to
-// REFUND_PENDING, since the customer asked for those lines to go.
+// A late payment after every line of the order was cancelled (which
+// closed it, LINE_CANCEL) must not leave the order PAID while it holds no
+// goods: a line cancel gives the stock back at once, with no release task,
+// so a late payment that took back only what tasks name would buy nothing
+// of the lines. Such an order goes REFUND_PENDING: the customer had asked
+// for every line to go. (Found by an attack: it answered PAID.)
 func TestAttackLifeLatePaymentAfterLineCancel(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := b.shop(t)
@@ -66,15 +59,12 @@ func TestAttackLifeLatePaymentAfterLineCancel(t *testing.T) {
 	})
 }
 
-// DEFECT (medium, PostgreSQL). A whole refund locks resource rows out of
-// the one order every transaction uses ((type, key) by bytes: balance <
-// coupon < inventory < points < quota < slot). refund() moves every
-// inventory line first (eachLine) and only then the order's other holds,
-// so it takes inventory:sku-1 before balance:u1, while a placement of the
-// same user takes balance:u1 before inventory:sku-1. The two deadlock;
-// PostgreSQL kills one (40P01, answered 503 BUSY, no retry in
-// Store.write). A fix: in refund(), apply every hold's change (inventory
-// lines and the rest) in one pass over the holds sorted by sortHolds.
+// A whole refund locks resource rows in the one order every transaction
+// uses ((type, key) by bytes: balance < coupon < inventory < points <
+// quota < slot): its lines and the order's other holds are moved in one
+// pass in that order, so a placement of the same user (balance:u1 before
+// inventory:sku-1) and the refund cannot wait on each other in a cycle.
+// (Found by an attack: lines first, then the rest, deadlocked, 40P01.)
 func TestAttackLifeWholeRefundLockOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, models.Postgres, models.Options{})

@@ -294,6 +294,9 @@ func (s *Store) lifeOp(ctx context.Context, r lifeReq) (LifeResult, error) {
 	if err := r.validate(); err != nil {
 		return LifeResult{}, err
 	}
+	// The actor goes into ledger rows as well as the record: storable
+	// text, as the record's is.
+	r.actor = clip(r.actor, maxAuditShortLen)
 	var out LifeResult
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		var err error
@@ -368,7 +371,7 @@ func (s *Store) lifeTx(tx *gorm.DB, r lifeReq) (LifeResult, error) {
 		}
 	}
 	op := OrderOp{OrderNo: r.orderNo, Kind: r.kind, OpID: r.opID, Epoch: lc.epoch, Request: r.canon(), Status: to,
-		Reason: clip(r.reason, maxTextLen), Actor: clip(r.actor, maxAuditShortLen)}
+		Reason: clip(r.reason, maxTextLen), Actor: r.actor}
 	if err := insertOp(tx, &op, r.lines, now); err != nil {
 		return LifeResult{}, err
 	}
@@ -614,27 +617,41 @@ func (c *lifeCtx) refund() (OrderStatus, error) {
 				c.r.lines = append(c.r.lines, LineQty{SkuID: h.BizKey, Qty: n})
 			}
 		}
-		if len(c.r.lines) == 0 && !c.wholeRefundable() {
+		if len(c.r.lines) == 0 && !c.wholeRefundable(nil) {
 			return "", fmt.Errorf("%w: order %s has nothing paid and unshipped to refund", ErrQtyExceeded, c.r.orderNo)
 		}
 	}
-	kind := FlowRefund
-	if _, err := c.eachLine("refunded = refunded + ?", "deducted - shipped - refunded >= ?", "paid and not shipped or refunded", &kind); err != nil {
-		return "", err
+	asked := map[string]int64{}
+	for _, l := range c.r.lines {
+		if findLine(c.holds, l.SkuID) == nil {
+			return "", fmt.Errorf("%w: order %s has no line %s", ErrLineNotFound, c.r.orderNo, l.SkuID)
+		}
+		asked[l.SkuID] = l.Qty
 	}
-	hs, err := orderLines(c.tx, c.r.orderNo)
-	if err != nil {
-		return "", err
-	}
-	c.holds = hs
-	if !c.wholeRefundable() {
-		return c.derive()
-	}
-	// The whole order is refunded: its other holds follow.
+	// Whether the order is refunded whole is known before anything moves
+	// (the order's row, taken first, keeps every other operation out), so
+	// the lines and the other holds are moved in one pass in the order
+	// placement locks resources in: type, then key. Lines first and the
+	// rest after would lock in another order than a placement of the same
+	// user's, and PostgreSQL would abort one of the two.
+	whole := c.wholeRefundable(asked)
 	var kept []string
-	for _, h := range hs {
+	for _, h := range c.holds {
+		if h.ResourceType == ResInventory {
+			n, ok := asked[h.BizKey]
+			if !ok {
+				continue
+			}
+			if err := c.moveLine(h.BizKey, "refunded = refunded + ?", "deducted - shipped - refunded >= ?", n, "paid and not shipped or refunded"); err != nil {
+				return "", err
+			}
+			if err := c.stock(FlowRefund, h.BizKey, n); err != nil {
+				return "", err
+			}
+			continue
+		}
 		n := h.Deducted - h.Refunded
-		if h.ResourceType == ResInventory || n <= 0 {
+		if !whole || n <= 0 {
 			continue
 		}
 		if _, remote := c.s.remotes[h.ResourceType]; remote {
@@ -653,17 +670,21 @@ func (c *lifeCtx) refund() (OrderStatus, error) {
 			return "", fmt.Errorf("%w: %s %s of order %s changed under the refund", errStateMismatch, h.ResourceType, h.BizKey, c.r.orderNo)
 		}
 	}
+	if !whole {
+		return c.derive()
+	}
 	if len(kept) > 0 {
 		c.note = "kept by their services, which take no refunds: " + strings.Join(kept, ", ")
 	}
 	return OrderRefunded, nil
 }
 
-// wholeRefundable: nothing of the order was shipped and every line's
-// payment is refunded, so the order as a whole is.
-func (c *lifeCtx) wholeRefundable() bool {
+// wholeRefundable: nothing of the order was shipped and, once the asked
+// quantities are refunded too, every line's payment is, so the order as a
+// whole is refunded.
+func (c *lifeCtx) wholeRefundable(asked map[string]int64) bool {
 	for _, h := range c.holds {
-		if h.ResourceType == ResInventory && (h.Shipped > 0 || h.Refunded < h.Deducted) {
+		if h.ResourceType == ResInventory && (h.Shipped > 0 || h.Refunded+asked[h.BizKey] < h.Deducted) {
 			return false
 		}
 	}

@@ -151,6 +151,12 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 	// Resource rows are locked in the one order every transaction uses.
 	sortTasks(tasks)
 	err := s.remoteRefusal(tasks)
+	if err == nil && o.CloseReason == string(TriggerLineCancel) {
+		// The customer gave back every line before paying: there are no
+		// goods to take back (a line cancel releases at once, with no
+		// task), so the money goes back rather than buying the rest alone.
+		err = fmt.Errorf("%w: every line of order %s was cancelled before the payment came", errStateMismatch, o.OrderNo)
+	}
 	if err == nil {
 		err = savepoint(tx, "late_payment", func() error {
 			for _, t := range tasks {
