@@ -11,8 +11,9 @@ import (
 	"unhold/models/modelstest"
 )
 
-// down21 runs migration 00021 down on b's database and returns its error.
-func down21(t *testing.T, b bundle) error {
+// downTo runs the migrations above version down on b's database and
+// returns the error.
+func downTo(t *testing.T, b bundle, version int64) error {
 	t.Helper()
 	sqlDB, err := b.s.W.DB()
 	must(t, func() error { return err })
@@ -22,9 +23,12 @@ func down21(t *testing.T, b bundle) error {
 	}
 	p, err := goose.NewProvider(gd, sqlDB, os.DirFS("migrations/"+string(b.s.Dialect)))
 	must(t, func() error { return err })
-	_, err = p.DownTo(b.ctx, 20)
+	_, err = p.DownTo(b.ctx, version)
 	return err
 }
+
+// down21 runs migration 00021 (and those above it) down.
+func down21(t *testing.T, b bundle) error { t.Helper(); return downTo(t, b, 20) }
 
 // Migration 00021 down while a paid order's gift card waits for its DEDUCT
 // task would turn the task into a RELEASE (the op column gone) and drop the

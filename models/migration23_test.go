@@ -1,30 +1,15 @@
 package models_test
 
 import (
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/pressly/goose/v3"
 
 	"unhold/models"
 	"unhold/models/modelstest"
 )
 
-// down23 runs migration 00023 down on b's database and returns its error.
-func down23(t *testing.T, b bundle) error {
-	t.Helper()
-	sqlDB, err := b.s.W.DB()
-	must(t, func() error { return err })
-	gd := goose.DialectSQLite3
-	if b.s.Dialect == models.Postgres {
-		gd = goose.DialectPostgres
-	}
-	p, err := goose.NewProvider(gd, sqlDB, os.DirFS("migrations/"+string(b.s.Dialect)))
-	must(t, func() error { return err })
-	_, err = p.DownTo(b.ctx, 22)
-	return err
-}
+// down23 runs migration 00023 (and those above it) down.
+func down23(t *testing.T, b bundle) error { t.Helper(); return downTo(t, b, 22) }
 
 // Migration 00023 widens CHECKs (on SQLite by editing the tables' text in
 // sqlite_schema): after it, the new statuses and ledger row types are
