@@ -76,6 +76,24 @@ func TestBrowserRerunFlow(t *testing.T) {
 	if st := w.Drain(ctx); st[models.OutcomeManual] != 1 {
 		t.Fatalf("setup drain = %v, want one MANUAL", st)
 	}
+	// A second order fails the same way, for a rerun of its one task; a
+	// reconciliation opens the ticket the chain links to.
+	req.OrderNo = "B-1002"
+	if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.W.Exec("UPDATE inventory SET locked = 0, available = 10 WHERE sku_id = 'SKU-1'").Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CloseOrder(ctx, "B-1002", models.TriggerUserCancel, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if st := w.Drain(ctx); st[models.OutcomeManual] != 1 {
+		t.Fatalf("setup drain of B-1002 = %v, want one MANUAL", st)
+	}
+	if _, err := s.RunReconciliation(ctx, models.ReconByAPI, "test"); err != nil {
+		t.Fatal(err)
+	}
 	const password = "ops password 2026"
 	if _, err := auth.New(s, auth.Options{}).CreateUser(ctx, "ops-li", auth.RoleOperator, password, "test"); err != nil {
 		t.Fatal(err)
@@ -97,11 +115,23 @@ func TestBrowserRerunFlow(t *testing.T) {
 	if who := text(`[data-testid="whoami"]`); !strings.Contains(who, "ops-li") {
 		t.Fatalf("signed in as %q", who)
 	}
-	if manual := text(`[data-testid="ov-manual"]`); !strings.Contains(manual, "1") {
-		t.Fatalf("overview MANUAL = %q, want 1", manual)
+	if manual := text(`[data-testid="ov-manual"]`); !strings.Contains(manual, "2") {
+		t.Fatalf("overview MANUAL = %q, want 2", manual)
+	}
+	// The chain's "does not reconcile" leads to its ticket.
+	do(
+		chromedp.Navigate(srv.URL+"/orders/B-1001"),
+		chromedp.WaitVisible(css(`[data-testid="q-ticket-HELD"]`)),
+		chromedp.Click(css(`[data-testid="q-ticket-HELD"]`)),
+		chromedp.WaitVisible(css(`[data-testid="diff-fields"]`)),
+	)
+	if f := text(`[data-testid="diff-fields"]`); !strings.Contains(f, "SKU-1") {
+		t.Fatalf("the ticket the chain links to reads %q, want SKU-1's", f)
 	}
 	// Overview → MANUAL tasks → the order's chain → the inventory rerun.
 	do(
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(css(`[data-testid="ov-manual"]`)),
 		chromedp.Click(css(`[data-testid="ov-manual"] a, a[data-testid="ov-manual"]`)),
 		chromedp.WaitVisible(css(`[data-testid="task-row"]`)),
 		chromedp.Click(css(`[data-testid="task-row"] a[href="/orders/B-1001"]`)),
@@ -152,6 +182,35 @@ func TestBrowserRerunFlow(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "order-chain.png"), shot, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// B-1002's one task, rerun from its own page.
+	var b2 []models.ReleaseTask
+	if err := s.R.Where("order_no = 'B-1002'").Find(&b2).Error; err != nil || len(b2) != 1 {
+		t.Fatalf("B-1002's tasks = %v, %v", b2, err)
+	}
+	if err := s.W.Exec("UPDATE inventory SET locked = 2, available = 8 WHERE sku_id = 'SKU-1'").Error; err != nil {
+		t.Fatal(err)
+	}
+	if tk, err := s.Task(ctx, b2[0].ID); err != nil || tk.Status != models.TaskManual {
+		t.Fatalf("B-1002's task before its rerun: %+v, %v; want MANUAL", tk, err)
+	}
+	do(
+		chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", srv.URL, b2[0].ID)),
+		chromedp.WaitVisible(css(`[data-testid="task-rerun-form"]`)),
+		fill(`[data-testid="task-rerun-form"] textarea`, "lock repaired, ticket OPS-43"),
+		chromedp.Click(css(`[data-testid="task-rerun-submit"]`)),
+		chromedp.WaitVisible(css(`[data-testid="flash"]`)),
+	)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		tk, err := s.Task(ctx, b2[0].ID)
+		if err == nil && tk.Status == models.TaskDone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("B-1002's task after its rerun: %+v, %v; want DONE", tk, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	do(chromedp.Navigate(srv.URL+"/orders/B-1001"), chromedp.WaitVisible(css(`[data-testid="five-questions"]`)))
 	// The language switch turns the page English and is remembered.
 	do(
 		chromedp.Click(css(`[data-testid="lang-switch"]`)),
