@@ -189,6 +189,25 @@ type TaskPage struct {
 	Next  Cursor
 }
 
+// CountTasks counts the tasks the filter selects, up to limit: over says
+// there are more, and n is then limit. A page counts with OrderCountCap,
+// so a filter that selects a flash sale's worth reads at most that many
+// index entries.
+func (s *Store) CountTasks(ctx context.Context, f TaskFilter, limit int) (n int64, over bool, err error) {
+	if err := s.checkFilter(f); err != nil {
+		return 0, false, err
+	}
+	cond, args := f.where(s.Now())
+	sub := s.R.WithContext(ctx).Table("release_tasks").Select("1").Where(cond, args...).Limit(limit + 1)
+	if err := s.R.WithContext(ctx).Table("(?) AS t", sub).Count(&n).Error; err != nil {
+		return 0, false, fmt.Errorf("count tasks: %w", err)
+	}
+	if n > int64(limit) {
+		return int64(limit), true, nil
+	}
+	return n, false, nil
+}
+
 // ListTasks reads one page of the tasks the filter keeps, newest created
 // first (oldest first when oldestFirst), after the cursor. Pages go by the
 // immutable (created_at, id), so they neither skip nor repeat a task while

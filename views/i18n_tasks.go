@@ -47,7 +47,9 @@ var tasksText = text{
 
 	"tasks.op.deduct": {"扣减任务：订单已支付，向远程服务扣减所占用的资源，而不是释放", "A deduct task: the order was paid, so the remote service is asked to deduct the hold, not release it"},
 
-	"tasks.exhausted": {"%d/%d 次尝试均失败；最后一次（%s）：%s", "%d of %d tries failed; last (%s): %s"},
+	"tasks.total":      {"共 %s 个任务", "Tasks: %s"},
+	"tasks.total.over": {"超过 %s 个任务", "Tasks: more than %s"},
+	"tasks.exhausted":  {"%d/%d 次尝试均失败；最后一次（%s）：%s", "%d of %d tries failed; last (%s): %s"},
 
 	"tasks.bulk.title":    {"批量重跑释放任务", "Rerun release tasks in bulk"},
 	"tasks.bulk.count":    {"个任务将被重新置为待处理并立即执行。", "task(s) will be made PENDING and due now."},

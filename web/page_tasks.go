@@ -205,6 +205,9 @@ func (s *server) tasksList(c *echo.Context) error {
 		v.ClassOptions = append(v.ClassOptions, string(cl))
 	}
 	v.Rows = s.taskRows(c.Request().Context(), page.Tasks)
+	if v.Total, v.Over, err = s.store.CountTasks(c.Request().Context(), f, models.OrderCountCap); err != nil {
+		return err
+	}
 	if page.Next.ID != 0 {
 		v.NextURL = tasksURL("/tasks", f, "sort", sortParam, "after", page.Next.String())
 	}

@@ -126,6 +126,11 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 				if len(rows) > 50 {
 					t.Fatalf("page of %d rows", len(rows))
 				}
+				// Every page says how many tasks the filter selects.
+				wantTotal := map[bool]string{false: fmt.Sprintf("共 %d 个任务", len(all)), true: fmt.Sprintf("Tasks: %d", len(all))}[en]
+				if got := markupText(testidElement(body, "tasks-total")); got != wantTotal {
+					t.Fatalf("total = %q, want %q", got, wantTotal)
+				}
 				got = append(got, rows...)
 				pages++
 				if pages > 1 && testidTag(body, "tasks-first") == "" {
