@@ -386,6 +386,16 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 		for _, pg := range pages {
 			br.do(chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(css(`main`)))
 			shoot(pg.name + "-" + lang)
+			// At 1366 px the menu is one line and nothing runs off the
+			// page sideways.
+			fit := br.eval(`(function () {
+				var tops = Array.from(document.querySelectorAll("header.top nav a")).map(function (a) { return a.getBoundingClientRect().top; });
+				var one = tops.length === 0 || Math.max.apply(null, tops) === Math.min.apply(null, tops);
+				return (one ? "one line" : "menu wraps") + ", " + (document.documentElement.scrollWidth <= window.innerWidth ? "fits" : "too wide: " + document.documentElement.scrollWidth);
+			})()`)
+			if fit != "one line, fits" {
+				t.Errorf("%s in %s at 1366 px: %s", pg.path, lang, fit)
+			}
 		}
 	}
 	if v := br.cspViolations(); v != "" {
