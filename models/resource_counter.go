@@ -280,7 +280,7 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 	if err := c.s.betweenReads(); err != nil {
 		return nil, err
 	}
-	sums, err := c.ledgerSums(ctx, db)
+	sums, after, err := c.ledgerSums(ctx, db)
 	if err != nil {
 		return nil, err
 	}
@@ -303,7 +303,7 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 			diffs = append(diffs, Diff{Resource: c.typ, Key: r.Key, Check: CheckConservation, Expected: r.Sum, Actual: r.Total})
 		}
 	}
-	lines, err := c.lineDiffs(ctx, db)
+	lines, err := c.lineDiffs(ctx, db, sums, after)
 	if err != nil {
 		return nil, err
 	}
@@ -311,31 +311,35 @@ func (c *counter) Reconcile(ctx context.Context, db *gorm.DB) ([]Diff, error) {
 }
 
 // ledgerSums is what each key's columns must be if every change wrote its
-// ledger row: the sum of the ledger, row type by row type.
-func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (map[string]counterRow, error) {
+// ledger row: the sum of the ledger, row type by row type. after is, by
+// key, what its order lines refunded, restocked and wrote off, for the
+// line checks (recon_lines.go).
+func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (sums map[string]counterRow, after map[string]int64, err error) {
 	where, args := "", []any{}
 	if c.fixedCol != "" {
 		where, args = " WHERE "+c.fixedCol+" = ?", []any{c.fixedVal}
 	}
 	type row struct {
-		Key                string
-		Avail, Held, Spent int64
+		Key                       string
+		Avail, Held, Spent, After int64
 	}
 	var rows []row
 	q := fmt.Sprintf(`SELECT %s AS key,
 		SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty
 			WHEN 'REFUND' THEN qty WHEN 'RESTOCK' THEN qty ELSE 0 END) AS avail,
 		SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END) AS held,
-		SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END) AS spent
+		SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END) AS spent,
+		SUM(CASE WHEN type IN ('REFUND','RESTOCK','WRITE_OFF') THEN qty ELSE 0 END) AS after
 		FROM %s%s GROUP BY %s`, c.key, c.ledger, where, c.key)
 	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("reconcile %s ledger: %w", c.typ, err)
+		return nil, nil, fmt.Errorf("reconcile %s ledger: %w", c.typ, err)
 	}
-	out := make(map[string]counterRow, len(rows))
+	sums, after = make(map[string]counterRow, len(rows)), make(map[string]int64, len(rows))
 	for _, r := range rows {
-		out[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+		sums[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+		after[r.Key] = r.After
 	}
-	return out, nil
+	return sums, after, nil
 }
 
 func nilIfEmpty(s string) any {
