@@ -95,6 +95,14 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, int6
 	return rows, next, nil
 }
 
+// CountAudit counts the audit rows the filter keeps, up to limit, as
+// CountTasks does.
+func (s *Store) CountAudit(ctx context.Context, f AuditFilter, limit int) (int64, bool, error) {
+	f.Before = 0
+	cond, args := f.where(s.Dialect)
+	return s.countCapped(ctx, "audit_log", cond, args, limit)
+}
+
 // AuditActions lists the actions audit rows have, for the filter's choice.
 func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
 	var out []string

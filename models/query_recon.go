@@ -43,6 +43,25 @@ type DiffPage struct {
 	Next    int64
 }
 
+// CountDiffTickets counts the tickets q keeps (every status when it names
+// none, as DiffTickets reads them), up to limit, as CountTasks does.
+func (s *Store) CountDiffTickets(ctx context.Context, q DiffQuery, limit int) (int64, bool, error) {
+	statuses := q.Statuses
+	if len(statuses) == 0 {
+		statuses = DiffStatuses
+	}
+	cond, args := "status IN ?", []any{statuses}
+	if q.Resource != "" {
+		cond += " AND resource_type = ?"
+		args = append(args, q.Resource)
+	}
+	if q.Sign != 0 {
+		cond += " AND sign = ?"
+		args = append(args, q.Sign)
+	}
+	return s.countCapped(ctx, "recon_diffs", cond, args, limit)
+}
+
 // DiffTickets reads one page of the tickets q keeps, newest (highest id)
 // first. Each (status, resource) pair is read on its own range of the
 // (status, resource_type, id) index, at most a page from each, and the

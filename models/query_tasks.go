@@ -198,9 +198,15 @@ func (s *Store) CountTasks(ctx context.Context, f TaskFilter, limit int) (n int6
 		return 0, false, err
 	}
 	cond, args := f.where(s.Now())
-	sub := s.R.WithContext(ctx).Table("release_tasks").Select("1").Where(cond, args...).Limit(limit + 1)
+	return s.countCapped(ctx, "release_tasks", cond, args, limit)
+}
+
+// countCapped counts the rows of table that cond keeps, up to limit, as
+// CountTasks says.
+func (s *Store) countCapped(ctx context.Context, table, cond string, args []any, limit int) (n int64, over bool, err error) {
+	sub := s.R.WithContext(ctx).Table(table).Select("1").Where(cond, args...).Limit(limit + 1)
 	if err := s.R.WithContext(ctx).Table("(?) AS t", sub).Count(&n).Error; err != nil {
-		return 0, false, fmt.Errorf("count tasks: %w", err)
+		return 0, false, fmt.Errorf("count %s: %w", table, err)
 	}
 	if n > int64(limit) {
 		return int64(limit), true, nil

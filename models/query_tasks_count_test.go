@@ -31,3 +31,41 @@ func TestCountTasks(t *testing.T) {
 		}
 	})
 }
+
+// The tickets' and the audit log's counts keep their filters and stop at
+// their limits, as the tasks' do.
+func TestCountTicketsAndAudit(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-2", 10, 0, "test"); return err })
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE inventory SET available = available + 1 WHERE sku_id IN ('sku-1', 'sku-2')").Error
+		})
+		if _, err := b.s.Reconcile(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.RunReconciliation(b.ctx, models.ReconByAPI, "test"); err != nil {
+			t.Fatal(err)
+		}
+		n, over, err := b.s.CountDiffTickets(b.ctx, models.DiffQuery{Statuses: []string{models.DiffOpen}}, 100)
+		if err != nil || n != 2 || over {
+			t.Fatalf("open tickets = %d, over %v, %v; want 2 (one a key)", n, over, err)
+		}
+		if n, over, _ := b.s.CountDiffTickets(b.ctx, models.DiffQuery{Statuses: []string{models.DiffResolved}}, 100); n != 0 || over {
+			t.Fatalf("resolved tickets = %d, over %v; want 0", n, over)
+		}
+		if n, over, _ := b.s.CountDiffTickets(b.ctx, models.DiffQuery{}, 1); n != 1 || !over {
+			t.Fatalf("tickets capped at 1 = %d, over %v; want 1 and more", n, over)
+		}
+		all, _, err := b.s.CountAudit(b.ctx, models.AuditFilter{}, 1000)
+		if err != nil || all == 0 {
+			t.Fatalf("audit entries = %d, %v; want some", all, err)
+		}
+		if n, _, _ := b.s.CountAudit(b.ctx, models.AuditFilter{Actor: "nobody"}, 1000); n != 0 {
+			t.Fatalf("audit entries of nobody = %d, want 0", n)
+		}
+		if n, over, _ := b.s.CountAudit(b.ctx, models.AuditFilter{}, 1); n != 1 || over != (all > 1) {
+			t.Fatalf("audit capped at 1 = %d, over %v (of %d)", n, over, all)
+		}
+	})
+}

@@ -76,6 +76,10 @@ type AuditView struct {
 	FirstURL, NextURL string
 	// Error says, in words, what is wrong with the filter.
 	Error string
+	// Total is how many entries the filter selects; Over says more than
+	// Total, the count's cap.
+	Total int64
+	Over  bool
 }
 
 // AuditRow is one audit entry.

@@ -3,9 +3,11 @@ package views
 // authText is the text of signing in, accounts, API tokens and the audit
 // log, and the codes they show.
 var authText = text{
-	"nav.audit":  {"审计日志", "Audit"},
-	"nav.users":  {"用户", "Users"},
-	"nav.tokens": {"API 令牌", "Tokens"},
+	"audit.total":      {"共 %s 条", "Entries: %s"},
+	"audit.total.over": {"超过 %s 条", "Entries: more than %s"},
+	"nav.audit":        {"审计日志", "Audit"},
+	"nav.users":        {"用户", "Users"},
+	"nav.tokens":       {"API 令牌", "Tokens"},
 
 	"account.password.link": {"修改密码", "Password"},
 	"account.logout":        {"退出登录", "Sign out"},

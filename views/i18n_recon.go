@@ -2,7 +2,9 @@ package views
 
 // reconText is the text of the recon pages.
 var reconText = text{
-	"recon.title": {"对账", "Reconciliation"},
+	"recon.tickets.total":      {"共 %s 张工单", "Tickets: %s"},
+	"recon.tickets.total.over": {"超过 %s 张工单", "Tickets: more than %s"},
+	"recon.title":              {"对账", "Reconciliation"},
 	"recon.intro": {"对账把每种资源的占用量与待支付订单、未完成的释放任务核对，并把各计数与其账本核对。每个差异是一张工单：待处理 → 已确认 → 已解决；在之后的对账中消失的差异会自动关闭。",
 		"Reconciliation compares each resource's held amount with what PENDING orders and unfinished release tasks hold, and each counter with its ledger. Each diff is a ticket: OPEN → ACKED → RESOLVED; a diff gone in a later run is closed automatically."},
 	"recon.run.button":  {"立即对账", "Run reconciliation now"},

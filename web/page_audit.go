@@ -71,6 +71,9 @@ func (s *server) auditPage(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if v.Total, v.Over, err = s.store.CountAudit(ctx, f, models.OrderCountCap); err != nil {
+		return err
+	}
 	for _, e := range rows {
 		v.Rows = append(v.Rows, s.auditRow(e, p))
 	}

@@ -120,6 +120,10 @@ func TestAuditPageFilters(t *testing.T) {
 			}
 			requireElement(t, body, "audit-empty", len(c.want) == 0)
 			requireElement(t, body, "audit-error", false)
+			// The list says how many entries the filter keeps, on every page.
+			if got, want := markupText(testidElement(body, "audit-total")), fmt.Sprintf("共 %d 条", len(c.want)); got != want {
+				t.Errorf("%s: total = %q, want %q", c.name, got, want)
+			}
 		}
 		// The form shows the filter it was sent.
 		body = getPage(t, b, "/audit?actor=bob&action=diff_ack&target=diff:&from=2026-11-29", false, http.StatusOK)

@@ -167,6 +167,10 @@ func (s *server) reconPage(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	total, over, err := s.store.CountDiffTickets(ctx, dq, models.OrderCountCap)
+	if err != nil {
+		return err
+	}
 	known := make(map[int64]models.ReconRun, len(runs))
 	for _, r := range runs {
 		known[r.ID] = r
@@ -174,7 +178,8 @@ func (s *server) reconPage(c *echo.Context) error {
 	if err := s.reconRunsOf(ctx, page.Tickets, known); err != nil {
 		return err
 	}
-	v := views.ReconView{Filter: f, StatusOptions: models.DiffStatuses, Tickets: make([]views.ReconTicketRow, 0, len(page.Tickets))}
+	v := views.ReconView{Filter: f, StatusOptions: models.DiffStatuses, Tickets: make([]views.ReconTicketRow, 0, len(page.Tickets)),
+		Total: total, Over: over}
 	for _, t := range s.store.Types() {
 		v.ResourceOptions = append(v.ResourceOptions, string(t))
 	}

@@ -203,6 +203,9 @@ func TestReconAPIAndPage(t *testing.T) {
 
 		body := getPageBoth(t, b, "/recon", "", http.StatusOK)
 		requireElement(t, body, "recon-no-run", false)
+		if got, want := markupText(testidElement(body, "recon-tickets-total")), fmt.Sprintf("共 %d 张工单", len(reconRowIDs(body))); got != want {
+			t.Errorf("tickets total = %q, want %q", got, want)
+		}
 		run := testidElement(body, "recon-runs")
 		for _, want := range []string{`data-run-id="` + strconv.FormatInt(again.Run.ID, 10) + `"`, "token:root", "完成"} {
 			if !strings.Contains(run, want) {
