@@ -187,17 +187,26 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 	// flaky counts the inventory releases of an order that will still
 	// time out: a few, then it succeeds; MaxFailures or more, it ends
 	// MANUAL with its tries exhausted.
+	// A try counts once however often the worker runs it (a batch that
+	// fails runs again task by task, under the same try): failedTry is
+	// the try of the order's release that last failed.
 	flaky := map[string]int{}
+	failedTry := map[string]int{}
 	var fmu sync.Mutex
 	opt.Now = clock.Now
 	opt.Faults = func(point string, t *models.ReleaseTask) error {
 		fmu.Lock()
 		defer fmu.Unlock()
-		if point == models.FaultAfterLedger && flaky[t.OrderNo] > 0 && t.ResourceType == models.ResInventory {
-			flaky[t.OrderNo]--
-			return &models.TransientError{Class: models.ClassTimeout, Err: errors.New("warehouse stock service timed out")}
+		if point != models.FaultAfterLedger || t.ResourceType != models.ResInventory {
+			return nil
 		}
-		return nil
+		if try, ok := failedTry[t.OrderNo]; flaky[t.OrderNo] > 0 && (!ok || try != t.Attempts) {
+			flaky[t.OrderNo]--
+			failedTry[t.OrderNo] = t.Attempts
+		} else if !ok || try != t.Attempts {
+			return nil
+		}
+		return &models.TransientError{Class: models.ClassTimeout, Err: errors.New("warehouse stock service timed out")}
 	}
 	s, err := models.Open(ctx, dsn, opt)
 	if err != nil {
