@@ -33,7 +33,7 @@ test:
 			echo "$$untracked"; exit 1; \
 		fi; \
 	fi
-	go test -race -count=1 -timeout 20m ./...
+	go test -race -count=1 -timeout 40m ./...
 
 generate:
 	go tool templ generate

@@ -235,7 +235,8 @@ func TestRerunPreview(t *testing.T) {
 				t.Fatalf("no task row:\n%s", body)
 			}
 			lastErr := markupText(testidElement(row, "rerun-last-error"))
-			if !strings.Contains(lastErr, "held amount is smaller than the release") || !strings.Contains(lastErr, map[bool]string{false: "锁定量不足", true: "LOCKED_SHORT"}[en]) {
+			said := map[bool]string{false: "占用量小于要释放的数量", true: "held amount is smaller than the release"}[en]
+			if !strings.Contains(lastErr, said) || !strings.Contains(lastErr, map[bool]string{false: "锁定量不足", true: "LOCKED_SHORT"}[en]) {
 				t.Errorf("last error = %q", lastErr)
 			}
 			if testidElement(row, "rerun-noop") != "" {
