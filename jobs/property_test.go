@@ -140,6 +140,10 @@ func newShop(t *testing.T, s *models.Store, clock *modelstest.Clock) *shop {
 			t.Fatal(err)
 		}
 	}
+	// sku-2 is deducted at payment: its lines hold nothing until paid.
+	if _, err := s.SetSKU(ctx, "sku-2", 300, models.SKUSettings{DeductAt: models.DeductAtPayment}, "test"); err != nil {
+		t.Fatal(err)
+	}
 	for _, u := range sh.users {
 		for _, a := range []models.Asset{models.AssetBalance, models.AssetPoints} {
 			if _, err := s.Credit(ctx, u, a, 5000, "test"); err != nil {
@@ -328,7 +332,7 @@ func (sh *shop) lifeStep(ctx context.Context, rng *rand.Rand, id string, p int) 
 	switch {
 	case p < 60:
 		name = "line cancel"
-		res, err = sh.s.CancelLine(ctx, no, ls[0].SkuID, ls[0].Qty, -1, "", "user")
+		res, err = sh.s.CancelLine(ctx, no, ls[0].SkuID, ls[0].Qty, -1, "lc-"+id, "", "user")
 	case p < 65:
 		name = "ship"
 		res, err = sh.s.Ship(ctx, no, "sh-"+id, ls, "wms")

@@ -125,7 +125,7 @@ func TestAttackLifeTwoInstancesChaos(t *testing.T) {
 						_, err = stores[rng.IntN(2)].Inbound(ctx, "rt-"+id, []models.LineQty{inbound(sku, 1, rng.IntN(2) == 0)}, "wms")
 					}
 				case 5:
-					_, err = s.CancelLine(ctx, fmt.Sprintf("Q%d", i), sku, 1, -1, "", "u")
+					_, err = s.CancelLine(ctx, fmt.Sprintf("Q%d", i), sku, 1, -1, "lc-"+id, "", "u")
 				case 6:
 					_, err = s.PayOrder(ctx, fmt.Sprintf("Q%d", i), "txn-q")
 				case 7:

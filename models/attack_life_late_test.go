@@ -19,7 +19,7 @@ func TestAttackLifeLatePaymentThenWholeRefund(t *testing.T) {
 		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-late", cp)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-late", "sku-1", 1, -1, "", "user:u1"); err != nil {
+		if _, err := b.s.CancelLine(b.ctx, "o-late", "sku-1", 1, -1, "c-1", "", "user:u1"); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := b.s.CloseOrder(b.ctx, "o-late", models.TriggerTimeout, "system"); err != nil {

@@ -21,10 +21,10 @@ func TestAttackLifeLatePaymentAfterLineCancel(t *testing.T) {
 		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-lcp", cp)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lcp", "sku-1", 2, -1, "", "user:u1"); err != nil {
+		if _, err := b.s.CancelLine(b.ctx, "o-lcp", "sku-1", 2, -1, "c-1", "", "user:u1"); err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.s.CancelLine(b.ctx, "o-lcp", "sku-2", 1, -1, "", "user:u1")
+		res, err := b.s.CancelLine(b.ctx, "o-lcp", "sku-2", 1, -1, "c-2", "", "user:u1")
 		if err != nil || res.Status != models.OrderClosed {
 			t.Fatalf("cancel of the last line: %+v, %v", res, err)
 		}

@@ -65,8 +65,28 @@ func TestKilledTryCountsAtNextClaim(t *testing.T) {
 		if r, err := b.s.ReleaseTask(b.ctx, got[0], "w2"); err != nil || r.Outcome != models.OutcomeDone {
 			t.Fatalf("release by w2 = %+v, %v", r, err)
 		}
+		// The ledger row says the release made up for a crashed try.
+		b.assertReleaseActor(t, "o-1", "worker:w2 · attempt 2 · after a crashed try")
 		b.assertReconciles(t)
 	})
+}
+
+// assertReleaseActor checks the actor of the order's one RELEASE row.
+func (b bundle) assertReleaseActor(t *testing.T, no, want string) {
+	t.Helper()
+	c, err := b.s.OrderChain(b.ctx, no)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actors []string
+	for _, f := range c.Flows {
+		if f.Type == models.FlowRelease {
+			actors = append(actors, f.Actor)
+		}
+	}
+	if len(actors) != 1 || actors[0] != want {
+		t.Fatalf("release rows of %s name %q, want one naming %q", no, actors, want)
+	}
 }
 
 // The lease rescue counts a killed try too, without claiming anything; a
@@ -93,6 +113,13 @@ func TestRescueCountsKilledTry(t *testing.T) {
 		if n, _ := b.s.RescueLeases(b.ctx); n != 0 {
 			t.Fatalf("a second rescue counted %d again", n)
 		}
+		// The next try, found by the sweep once the retry is due, makes
+		// up for the crashed one and its ledger row says so.
+		b.clock.Advance(models.RetryDelay(1))
+		if got := b.drain(t, "w2"); got[models.OutcomeDone] != 1 {
+			t.Fatalf("after rescue: %v, want 1 DONE", got)
+		}
+		b.assertReleaseActor(t, "o-1", "worker:w2 · attempt 2 · after a crashed try")
 	})
 }
 

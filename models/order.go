@@ -71,6 +71,28 @@ func (Hold) TableName() string { return "order_holds" }
 // Outstanding is what the order still holds.
 func (h Hold) Outstanding() int64 { return h.Qty - h.Released - h.Deducted }
 
+// lineDeductAt is the line's stock model; a hold read from a schema older
+// than the column has none, and took its stock at placement.
+func (h Hold) lineDeductAt() DeductAt {
+	if h.DeductAt == "" {
+		return DeductAtOrder
+	}
+	return h.DeductAt
+}
+
+// ordered is what a line was ordered for: what it took at placement,
+// or what a line deducted at payment orders now.
+func (h Hold) ordered() int64 {
+	if h.DeductAt == DeductAtPayment {
+		return h.Ordered
+	}
+	return h.Qty
+}
+
+// awaitsPayment: a line deducted at payment that its payment has not
+// taken yet; it holds nothing and orders Ordered (0 once cancelled whole).
+func (h Hold) awaitsPayment() bool { return h.DeductAt == DeductAtPayment && h.Qty == 0 }
+
 // ReleaseTask is one row of the outbox: give back one held resource.
 type ReleaseTask struct {
 	ID           int64        `json:"id"`

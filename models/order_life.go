@@ -60,7 +60,7 @@ var orderTransitions = map[OrderStatus][]OrderStatus{
 	OrderRefundPending: {OrderRefunded},
 	OrderPaid:          {OrderPartShipped, OrderShipped, OrderPartRefunded, OrderRefunded},
 	OrderPartRefunded:  {OrderPartRefunded, OrderPartShipped, OrderShipped, OrderRefunded},
-	OrderPartShipped:   {OrderPartShipped, OrderShipped, OrderReturning},
+	OrderPartShipped:   {OrderPartShipped, OrderShipped, OrderReturning, OrderReturned},
 	OrderShipped:       {OrderReturning},
 	OrderReturning:     {OrderReturning, OrderPartShipped, OrderShipped, OrderReturned},
 	OrderReturned:      nil,
@@ -84,7 +84,7 @@ const paidStatusesSQL = "('PAID','PARTIALLY_SHIPPED','SHIPPED','PARTIALLY_REFUND
 var opFrom = map[OpKind][]OrderStatus{
 	OpLineCancel: {OrderPending},
 	OpShip:       {OrderPaid, OrderPartRefunded, OrderPartShipped, OrderReturning},
-	OpRefund:     {OrderPaid, OrderPartRefunded, OrderPartShipped, OrderShipped, OrderReturning, OrderReturned, OrderRefundPending},
+	OpRefund:     {OrderPaid, OrderPartRefunded, OrderPartShipped, OrderShipped, OrderReturning, OrderRefundPending},
 	OpReturn:     {OrderPartShipped, OrderShipped, OrderReturning},
 	OpInbound:    {OrderReturning},
 }
@@ -97,18 +97,24 @@ type LineQty struct {
 	Restock *bool  `json:"restock,omitempty"`
 }
 
-// Line is one SKU line of an order as its hold row counts it.
+// Line is one SKU line of an order as its hold row counts it. Qty is what
+// it took; a line cancel counts in Released. A line deducted at payment
+// (DeductAt payment) takes nothing until its payment: Qty is 0 until then,
+// and a cancel lowers Ordered, what the payment will take. Ordered of a
+// line deducted at placement is its Qty.
 type Line struct {
-	SkuID      string `json:"sku_id"`
-	Qty        int64  `json:"qty"`
-	Released   int64  `json:"released"`
-	Deducted   int64  `json:"deducted"`
-	Shipped    int64  `json:"shipped"`
-	Refunded   int64  `json:"refunded"`
-	Returned   int64  `json:"returned"`
-	Restocked  int64  `json:"restocked"`
-	WrittenOff int64  `json:"written_off"`
-	Version    int64  `json:"version"`
+	SkuID      string   `json:"sku_id"`
+	DeductAt   DeductAt `json:"deduct_at"`
+	Ordered    int64    `json:"ordered"`
+	Qty        int64    `json:"qty"`
+	Released   int64    `json:"released"`
+	Deducted   int64    `json:"deducted"`
+	Shipped    int64    `json:"shipped"`
+	Refunded   int64    `json:"refunded"`
+	Returned   int64    `json:"returned"`
+	Restocked  int64    `json:"restocked"`
+	WrittenOff int64    `json:"written_off"`
+	Version    int64    `json:"version"`
 }
 
 // LifeResult answers an operation: the order's status after it, the
@@ -147,8 +153,10 @@ type lifeReq struct {
 	lines   []LineQty
 	reason  string
 	actor   string
-	// version is a line cancel's expected line version, or -1.
-	version int64
+	// version is a line cancel's expected line version, or -1; cancelID
+	// its caller's id when it gives none.
+	version  int64
+	cancelID string
 }
 
 // canon is the request's canonical JSON: what a repeat must match.
@@ -234,15 +242,27 @@ func (e *errRepeat) Error() string { return "repeat of " + e.res.OpID }
 
 // CancelLine gives back qty of a PENDING order's line at once, in the
 // same transaction: a RELEASE row under an epoch of its own, the line's
-// released grown. version, when not -1, is the line version the caller
-// saw: the cancel applies only to it, and the same cancel sent again is
-// answered as before. The order stays PENDING while any line holds stock;
+// released grown. A line deducted at payment holds nothing yet: its
+// cancel lowers what it ordered, and no stock moves. Every cancel names
+// what makes it idempotent, so a retry is never a second cancel: version,
+// when not -1, is the line version the caller saw (the cancel applies
+// only to it), or cancelID is the caller's own id for it, unique on the
+// line; the same cancel sent again is answered as before. The order stays
+// PENDING while any line holds stock or still orders some at payment;
 // when none does, it is closed (LINE_CANCEL) and its other holds go back
 // through the outbox.
-func (s *Store) CancelLine(ctx context.Context, orderNo, skuID string, qty, version int64, reason, actor string) (LifeResult, error) {
-	r := lifeReq{kind: OpLineCancel, orderNo: orderNo, lines: []LineQty{{SkuID: skuID, Qty: qty}}, reason: reason, actor: actor, version: version}
-	if version < -1 {
+func (s *Store) CancelLine(ctx context.Context, orderNo, skuID string, qty, version int64, cancelID, reason, actor string) (LifeResult, error) {
+	r := lifeReq{kind: OpLineCancel, orderNo: orderNo, lines: []LineQty{{SkuID: skuID, Qty: qty}}, reason: reason, actor: actor,
+		version: version, cancelID: cancelID}
+	switch {
+	case version < -1:
 		return LifeResult{}, invalid("version must be 0 or more")
+	case version == -1 && cancelID == "":
+		return LifeResult{}, invalid("a line cancel needs the line's version or a cancel_id, so that sending it again does not cancel twice")
+	case version != -1 && cancelID != "":
+		return LifeResult{}, invalid("a line cancel takes the line's version or a cancel_id, not both")
+	case cancelID != "" && !ValidKey(cancelID):
+		return LifeResult{}, invalid("cancel_id %q: 1-%d letters, digits, _ . : or -", cancelID, maxOpIDLen)
 	}
 	return s.lifeOp(ctx, r)
 }
@@ -338,12 +358,14 @@ func (s *Store) lifeTx(tx *gorm.DB, r lifeReq) (LifeResult, error) {
 		if h == nil {
 			return LifeResult{}, fmt.Errorf("%w: order %s has no line %s", ErrLineNotFound, r.orderNo, r.lines[0].SkuID)
 		}
-		v := h.Version
-		if r.version >= 0 {
-			v = r.version
+		// Ids are unique per kind across orders: a cancel's names its
+		// order and line, then the version it was sent for or the
+		// caller's id.
+		if r.cancelID != "" {
+			r.opID = fmt.Sprintf("%s/%s#%s", r.orderNo, h.BizKey, r.cancelID)
+		} else {
+			r.opID = fmt.Sprintf("%s/%s@%d", r.orderNo, h.BizKey, r.version)
 		}
-		// Ids are unique per kind across orders: a cancel's names its order.
-		r.opID = fmt.Sprintf("%s/%s@%d", r.orderNo, h.BizKey, v)
 	}
 	if rep, err := s.findRepeat(tx, r); err != nil || rep != nil {
 		if err == nil {
@@ -372,7 +394,7 @@ func (s *Store) lifeTx(tx *gorm.DB, r lifeReq) (LifeResult, error) {
 	}
 	op := OrderOp{OrderNo: r.orderNo, Kind: r.kind, OpID: r.opID, Epoch: lc.epoch, Request: r.canon(), Status: to,
 		Reason: clip(r.reason, maxTextLen), Actor: r.actor}
-	if err := insertOp(tx, &op, r.lines, now); err != nil {
+	if err := insertOp(tx, &op, lc.r.lines, now); err != nil {
 		return LifeResult{}, err
 	}
 	if err := auditIn(tx, &AuditEntry{Actor: r.actor, Action: "order." + strings.ToLower(string(r.kind)),
@@ -460,7 +482,7 @@ func asLines(hs []Hold) []Line {
 		if h.ResourceType != ResInventory {
 			continue
 		}
-		out = append(out, Line{SkuID: h.BizKey, Qty: h.Qty, Released: h.Released, Deducted: h.Deducted, Shipped: h.Shipped,
+		out = append(out, Line{SkuID: h.BizKey, DeductAt: h.lineDeductAt(), Ordered: h.ordered(), Qty: h.Qty, Released: h.Released, Deducted: h.Deducted, Shipped: h.Shipped,
 			Refunded: h.Refunded, Returned: h.Returned, Restocked: h.Restocked, WrittenOff: h.WrittenOff, Version: h.Version})
 	}
 	return out
@@ -570,25 +592,30 @@ func (c *lifeCtx) resourceOp(t ResourceType, kind FlowType, key string, qty int6
 
 func (c *lifeCtx) cancelLine() (OrderStatus, error) {
 	l := c.r.lines[0]
-	cond := "qty - released - deducted >= ?"
-	if c.r.version >= 0 {
-		h := findLine(c.holds, l.SkuID)
-		if h.Version != c.r.version {
-			return "", fmt.Errorf("%w: line %s of order %s is at version %d, not %d", ErrVersionMoved, l.SkuID, c.r.orderNo, h.Version, c.r.version)
+	h := findLine(c.holds, l.SkuID)
+	if c.r.version >= 0 && h.Version != c.r.version {
+		return "", fmt.Errorf("%w: line %s of order %s is at version %d, not %d", ErrVersionMoved, l.SkuID, c.r.orderNo, h.Version, c.r.version)
+	}
+	if h.awaitsPayment() {
+		// Nothing is held: the line orders less, and its payment will
+		// take only what is left.
+		if err := c.moveLine(l.SkuID, "ordered = ordered - ?", "qty = 0 AND ordered >= ?", l.Qty, "not that much ordered"); err != nil {
+			return "", err
 		}
-	}
-	if err := c.moveLine(l.SkuID, "released = released + ?", cond, l.Qty, "not that much held"); err != nil {
-		return "", err
-	}
-	if err := c.stock(FlowRelease, l.SkuID, l.Qty); err != nil {
-		return "", err
+	} else {
+		if err := c.moveLine(l.SkuID, "released = released + ?", "qty - released - deducted >= ?", l.Qty, "not that much held"); err != nil {
+			return "", err
+		}
+		if err := c.stock(FlowRelease, l.SkuID, l.Qty); err != nil {
+			return "", err
+		}
 	}
 	hs, err := orderLines(c.tx, c.r.orderNo)
 	if err != nil {
 		return "", err
 	}
 	for _, h := range hs {
-		if h.ResourceType == ResInventory && h.Outstanding() > 0 {
+		if h.ResourceType == ResInventory && (h.Outstanding() > 0 || h.awaitsPayment() && h.Ordered > 0) {
 			return OrderPending, nil
 		}
 	}
@@ -599,7 +626,7 @@ func (c *lifeCtx) cancelLine() (OrderStatus, error) {
 	if len(won) != 1 {
 		return "", fmt.Errorf("%w: order %s changed under the line cancel", errStateMismatch, c.r.orderNo)
 	}
-	c.note = "no line holds stock any more: the order is closed and its other holds go back"
+	c.note = "no line holds or orders stock any more: the order is closed and its other holds go back"
 	return OrderClosed, nil
 }
 
@@ -617,7 +644,7 @@ func (c *lifeCtx) refund() (OrderStatus, error) {
 				c.r.lines = append(c.r.lines, LineQty{SkuID: h.BizKey, Qty: n})
 			}
 		}
-		if len(c.r.lines) == 0 && !c.wholeRefundable(nil) {
+		if len(c.r.lines) == 0 && !c.wholeAfter(nil, nil) {
 			return "", fmt.Errorf("%w: order %s has nothing paid and unshipped to refund", ErrQtyExceeded, c.r.orderNo)
 		}
 	}
@@ -628,24 +655,51 @@ func (c *lifeCtx) refund() (OrderStatus, error) {
 		}
 		asked[l.SkuID] = l.Qty
 	}
-	// Whether the order is refunded whole is known before anything moves
-	// (the order's row, taken first, keeps every other operation out), so
-	// the lines and the other holds are moved in one pass in the order
-	// placement locks resources in: type, then key. Lines first and the
-	// rest after would lock in another order than a placement of the same
-	// user's, and PostgreSQL would abort one of the two.
-	whole := c.wholeRefundable(asked)
+	return c.giveBack(c.wholeAfter(asked, nil), func(h Hold) error {
+		n, ok := asked[h.BizKey]
+		if !ok {
+			return nil
+		}
+		if err := c.moveLine(h.BizKey, "refunded = refunded + ?", "deducted - shipped - refunded >= ?", n, "paid and not shipped or refunded"); err != nil {
+			return err
+		}
+		return c.stock(FlowRefund, h.BizKey, n)
+	})
+}
+
+// wholeAfter: once the operation refunds refund and takes in inbound (by
+// SKU), every unit the order paid for is back: refunded before shipping,
+// or shipped, returned and taken in by the warehouse. The order as a whole
+// is then given back, and its other holds with it.
+func (c *lifeCtx) wholeAfter(refund, inbound map[string]int64) bool {
+	for _, h := range c.holds {
+		if h.ResourceType != ResInventory {
+			continue
+		}
+		if h.Refunded+refund[h.BizKey]+h.Shipped != h.Deducted || h.Returned != h.Shipped ||
+			h.Restocked+h.WrittenOff+inbound[h.BizKey] != h.Returned {
+			return false
+		}
+	}
+	return true
+}
+
+// giveBack makes one pass over the order's holds in the order placement
+// locks resources in (type, then key): each line is moved by line, and
+// when the operation leaves the order given back whole, every other hold
+// is refunded in the same transaction: coupons (under the coupon expiry
+// policy), spent balance and points, activity quota, seats and slots. A
+// remote type's hold stays with its service, which takes no refund, and
+// the answer's note names it. Whether the order ends whole is known before
+// anything moves (the order's row, taken first, keeps every other
+// operation out): lines first and the rest after would lock in another
+// order than a placement of the same user's, and PostgreSQL would abort
+// one of the two.
+func (c *lifeCtx) giveBack(whole bool, line func(Hold) error) (OrderStatus, error) {
 	var kept []string
 	for _, h := range c.holds {
 		if h.ResourceType == ResInventory {
-			n, ok := asked[h.BizKey]
-			if !ok {
-				continue
-			}
-			if err := c.moveLine(h.BizKey, "refunded = refunded + ?", "deducted - shipped - refunded >= ?", n, "paid and not shipped or refunded"); err != nil {
-				return "", err
-			}
-			if err := c.stock(FlowRefund, h.BizKey, n); err != nil {
+			if err := line(h); err != nil {
 				return "", err
 			}
 			continue
@@ -667,28 +721,22 @@ func (c *lifeCtx) refund() (OrderStatus, error) {
 			return "", res.Error
 		}
 		if res.RowsAffected == 0 {
-			return "", fmt.Errorf("%w: %s %s of order %s changed under the refund", errStateMismatch, h.ResourceType, h.BizKey, c.r.orderNo)
+			return "", fmt.Errorf("%w: %s %s of order %s changed under the %s", errStateMismatch, h.ResourceType, h.BizKey, c.r.orderNo,
+				strings.ToLower(string(c.r.kind)))
 		}
-	}
-	if !whole {
-		return c.derive()
 	}
 	if len(kept) > 0 {
 		c.note = "kept by their services, which take no refunds: " + strings.Join(kept, ", ")
 	}
-	return OrderRefunded, nil
-}
-
-// wholeRefundable: nothing of the order was shipped and, once the asked
-// quantities are refunded too, every line's payment is, so the order as a
-// whole is refunded.
-func (c *lifeCtx) wholeRefundable(asked map[string]int64) bool {
-	for _, h := range c.holds {
-		if h.ResourceType == ResInventory && (h.Shipped > 0 || h.Refunded+asked[h.BizKey] < h.Deducted) {
-			return false
-		}
+	to, err := c.derive()
+	if err != nil || !whole {
+		return to, err
 	}
-	return true
+	if to == OrderPaid {
+		// An order without lines (only seats, say) has no sums to say it.
+		to = OrderRefunded
+	}
+	return to, nil
 }
 
 func (c *lifeCtx) inbound() (OrderStatus, error) {
@@ -717,19 +765,25 @@ func (c *lifeCtx) inbound() (OrderStatus, error) {
 			return "", fmt.Errorf("%w: return %s has no line %s", ErrInboundUneven, c.r.opID, sku)
 		}
 	}
-	for _, l := range sortedLines(c.r.lines) {
-		set, kind := "restocked = restocked + ?", FlowRestock
-		if !*l.Restock {
-			set, kind = "written_off = written_off + ?", FlowWriteOff
+	lines := sortedLines(c.r.lines)
+	return c.giveBack(c.wholeAfter(nil, got), func(h Hold) error {
+		for _, l := range lines {
+			if l.SkuID != h.BizKey {
+				continue
+			}
+			set, kind := "restocked = restocked + ?", FlowRestock
+			if !*l.Restock {
+				set, kind = "written_off = written_off + ?", FlowWriteOff
+			}
+			if err := c.moveLine(l.SkuID, set, "returned - restocked - written_off >= ?", l.Qty, "returned and not yet in"); err != nil {
+				return err
+			}
+			if err := c.stock(kind, l.SkuID, l.Qty); err != nil {
+				return err
+			}
 		}
-		if err := c.moveLine(l.SkuID, set, "returned - restocked - written_off >= ?", l.Qty, "returned and not yet in"); err != nil {
-			return "", err
-		}
-		if err := c.stock(kind, l.SkuID, l.Qty); err != nil {
-			return "", err
-		}
-	}
-	return c.derive()
+		return nil
+	})
 }
 
 // derive is the order's status from its lines, after an operation.

@@ -192,33 +192,33 @@ func TestOrderLifeLineCancel(t *testing.T) {
 		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-lc", cp)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "one is enough", "user:u1")
+		res, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "", "one is enough", "user:u1")
 		if err != nil || res.Status != models.OrderPending {
 			t.Fatalf("cancel 1 of sku-1: %+v, %v", res, err)
 		}
 		if got := b.stockOf(t, "sku-1"); got != [3]int64{9, 1, 0} {
 			t.Fatalf("sku-1 after the cancel = %v", got)
 		}
-		again, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "one is enough", "user:u1")
+		again, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "", "one is enough", "user:u1")
 		if err != nil || !again.Repeat {
 			t.Fatalf("the same cancel at version 0 again: %+v, %v; want a repeat", again, err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "other", "user:u1"); !errors.Is(err, models.ErrOpIDReused) {
+		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 0, "", "other", "user:u1"); !errors.Is(err, models.ErrOpIDReused) {
 			t.Fatalf("another cancel at version 0: %v, want refused", err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 2, -1, "", "user:u1"); !errors.Is(err, models.ErrQtyExceeded) {
+		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 2, -1, "c-1", "", "user:u1"); !errors.Is(err, models.ErrQtyExceeded) {
 			t.Fatalf("cancel of 2 when 1 is held: %v, want QTY_EXCEEDED", err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 5, "", "user:u1"); !errors.Is(err, models.ErrVersionMoved) {
+		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, 5, "", "", "user:u1"); !errors.Is(err, models.ErrVersionMoved) {
 			t.Fatalf("cancel at a version the line is not at: %v, want VERSION_CONFLICT", err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-9", 1, -1, "", "user:u1"); !errors.Is(err, models.ErrLineNotFound) {
+		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-9", 1, -1, "c-2", "", "user:u1"); !errors.Is(err, models.ErrLineNotFound) {
 			t.Fatalf("cancel of a line the order lacks: %v, want LINE_NOT_FOUND", err)
 		}
-		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, -1, "", "user:u1"); err != nil {
+		if _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, -1, "c-3", "", "user:u1"); err != nil {
 			t.Fatal(err)
 		}
-		last, err := b.s.CancelLine(b.ctx, "o-lc", "sku-2", 1, -1, "", "user:u1")
+		last, err := b.s.CancelLine(b.ctx, "o-lc", "sku-2", 1, -1, "c-4", "", "user:u1")
 		if err != nil || last.Status != models.OrderClosed {
 			t.Fatalf("cancel of the last line: %+v, %v; want the order CLOSED", last, err)
 		}
@@ -255,7 +255,7 @@ func TestOrderTransitionsRefused(t *testing.T) {
 		{models.OrderPartRefunded, models.OrderPartRefunded}, {models.OrderPartRefunded, models.OrderPartShipped},
 		{models.OrderPartRefunded, models.OrderShipped}, {models.OrderPartRefunded, models.OrderRefunded},
 		{models.OrderPartShipped, models.OrderPartShipped}, {models.OrderPartShipped, models.OrderShipped},
-		{models.OrderPartShipped, models.OrderReturning},
+		{models.OrderPartShipped, models.OrderReturning}, {models.OrderPartShipped, models.OrderReturned},
 		{models.OrderShipped, models.OrderReturning},
 		{models.OrderReturning, models.OrderReturning}, {models.OrderReturning, models.OrderPartShipped},
 		{models.OrderReturning, models.OrderShipped}, {models.OrderReturning, models.OrderReturned},
@@ -299,7 +299,7 @@ func TestOrderLifeWrongStatus(t *testing.T) {
 				return err
 			},
 			"cancel a line of a SHIPPED order": func() error {
-				_, err := b.s.CancelLine(b.ctx, "o-s", "sku-1", 1, -1, "", "cs")
+				_, err := b.s.CancelLine(b.ctx, "o-s", "sku-1", 1, -1, "c-5", "", "cs")
 				return err
 			},
 			"inbound before any return": func() error {
@@ -511,7 +511,7 @@ func TestOrderLifeRaces(t *testing.T) {
 			// the order ends CLOSED (whatever released the rest) or PAID
 			// for what the cancel left.
 			errs := race(
-				func() error { _, err := b.s.CancelLine(b.ctx, no, "sku-1", 1, -1, "", "user"); return err },
+				func() error { _, err := b.s.CancelLine(b.ctx, no, "sku-1", 1, -1, "c-"+no, "", "user"); return err },
 				func() error { _, err := b.s.CloseOrder(b.ctx, no, models.TriggerUserCancel, "user"); return err },
 				func() error { _, err := b.s.PayOrder(b.ctx, no, "txn-"+no); return err },
 			)

@@ -85,9 +85,12 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 	now := s.Now()
 	var tasks []ReleaseTask
 	for _, h := range hs {
-		if h.DeductAt == DeductAtPayment && h.Qty == 0 {
-			if err := s.takeLine(tx, h, o.UserID, trig, epoch); err != nil {
-				return err
+		if h.awaitsPayment() {
+			// A line cancelled whole before payment (Ordered 0) takes nothing.
+			if h.Ordered > 0 {
+				if err := s.takeLine(tx, h, o.UserID, trig, epoch); err != nil {
+					return err
+				}
 			}
 			continue
 		}
@@ -159,7 +162,22 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 	}
 	if err == nil {
 		err = savepoint(tx, "late_payment", func() error {
-			for _, t := range tasks {
+			// Lines deducted at payment held nothing and have no task: a
+			// late payment takes them as a payment would, in their place
+			// among the tasks, so the whole takes its locks in the order
+			// placement does.
+			pay, err := s.awaitingPayment(tx, o.OrderNo)
+			if err != nil {
+				return err
+			}
+			for _, st := range latePaySteps(tasks, pay) {
+				if st.line != nil {
+					if err := s.takeLine(tx, *st.line, o.UserID, TriggerLatePayment, 1); err != nil {
+						return err
+					}
+					continue
+				}
+				t := *st.task
 				if t.Status == TaskDone {
 					if err := s.apply(tx, t.ResourceType, op(FlowLock, t)); err != nil {
 						return err
@@ -176,11 +194,6 @@ func (s *Store) payLate(tx *gorm.DB, o *Order, channelTxnID string) (PayResult, 
 				if err := s.apply(tx, t.ResourceType, op(FlowDeduct, t)); err != nil {
 					return err
 				}
-			}
-			// Lines deducted at payment held nothing and have no task: a
-			// late payment takes them as a payment would.
-			if err := s.takeAtPayment(tx, o.OrderNo, o.UserID, TriggerLatePayment, 1); err != nil {
-				return err
 			}
 			return tx.Exec(`UPDATE orders SET status = 'PAID', late_paid = ?, paid_at = ?, channel_txn_id = ?, updated_at = ?
 			WHERE order_no = ? AND status = 'CLOSED'`, true, now, channelTxnID, now, o.OrderNo).Error
@@ -257,4 +270,28 @@ func isBusinessRefusal(err error) bool {
 	var be *Error
 	return errors.As(err, &be) || errors.Is(err, errShort) || errors.Is(err, errStateMismatch) ||
 		errors.Is(err, errMissing) || errors.Is(err, errDuplicate)
+}
+
+// latePayStep is one step of a late payment: a task's hold to take back,
+// or a line deducted at payment to take.
+type latePayStep struct {
+	task *ReleaseTask
+	line *Hold
+}
+
+// latePaySteps merges tasks and lines, each sorted, into one list in the
+// order placement locks resources in (type, then key).
+func latePaySteps(tasks []ReleaseTask, lines []Hold) []latePayStep {
+	steps := make([]latePayStep, 0, len(tasks)+len(lines))
+	i, j := 0, 0
+	for i < len(tasks) || j < len(lines) {
+		if j == len(lines) || i < len(tasks) && resourceLess(tasks[i].ResourceType, lines[j].ResourceType, tasks[i].BizKey, lines[j].BizKey) {
+			steps = append(steps, latePayStep{task: &tasks[i]})
+			i++
+			continue
+		}
+		steps = append(steps, latePayStep{line: &lines[j]})
+		j++
+	}
+	return steps
 }

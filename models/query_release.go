@@ -13,9 +13,10 @@ import "fmt"
 //   - HOLDING: no task is unfinished, and a hold still holds something
 //     (qty > released + deducted): a PENDING order's holds, or a hold the
 //     tasks left held, which reconciliation flags;
-//   - RELEASED: nothing is held any more and something was released
-//     (a hold with released > 0): the order gave back what it held;
-//   - NONE: nothing is held and nothing was released: the order held
+//   - RELEASED: nothing is held any more and something was given back
+//     (a hold with released, refunded or restocked > 0): released before
+//     payment, refunded after it, or restocked from a return;
+//   - NONE: nothing is held and nothing was given back: the order held
 //     nothing, or paid for all of it (deducted), a late payment included.
 //
 // A task counts whatever it does (a paid remote hold's DEDUCT too): its
@@ -71,7 +72,7 @@ func releaseStateSQL(no string) string {
 	return `CASE (SELECT MAX(CASE rt.status WHEN 'MANUAL' THEN 3 WHEN 'RETRY' THEN 2 WHEN 'PENDING' THEN 1 ELSE 0 END)
 			FROM release_tasks rt WHERE rt.order_no = ` + no + `)
 		WHEN 3 THEN 'MANUAL' WHEN 2 THEN 'RETRY' WHEN 1 THEN 'RELEASING'
-		ELSE CASE (SELECT MAX(CASE WHEN oh.qty > oh.released + oh.deducted THEN 2 WHEN oh.released > 0 THEN 1 ELSE 0 END)
+		ELSE CASE (SELECT MAX(CASE WHEN oh.qty > oh.released + oh.deducted THEN 2 WHEN oh.released + oh.refunded + oh.restocked > 0 THEN 1 ELSE 0 END)
 			FROM order_holds oh WHERE oh.order_no = ` + no + `)
 		WHEN 2 THEN 'HOLDING' WHEN 1 THEN 'RELEASED' ELSE 'NONE' END END`
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // releaseShop places one order per release state and returns the state
-// each must show: HOLDING (placed), NONE (paid), RELEASED (closed and
-// released), RELEASING (closed, not yet tried), RETRY and MANUAL (a task
+// each must show: HOLDING (placed), NONE (paid, or paid and shipped),
+// RELEASED (closed and released, or paid and refunded), RELEASING (closed, not yet tried), RETRY and MANUAL (a task
 // planted so), and a MANUAL order whose other task is DONE.
 func releaseShop(t *testing.T, b bundle) map[string]models.ReleaseState {
 	t.Helper()
@@ -36,11 +36,19 @@ func releaseShop(t *testing.T, b bundle) map[string]models.ReleaseState {
 			return b.s.W.Exec("UPDATE release_tasks SET status = ? WHERE order_no = ? AND biz_key = ?", st, no, sku).Error
 		})
 	}
-	for _, no := range []string{"r-hold", "r-paid", "r-released", "r-releasing", "r-retry", "r-manual"} {
+	for _, no := range []string{"r-hold", "r-paid", "r-shipped", "r-refunded", "r-released", "r-releasing", "r-retry", "r-manual"} {
 		place(no, "sku-1")
 	}
 	place("r-mixed", "sku-1", "sku-2")
-	must(t, func() error { _, err := b.s.PayOrder(b.ctx, "r-paid", "txn-1"); return err })
+	for _, no := range []string{"r-paid", "r-shipped", "r-refunded"} {
+		must(t, func() error { _, err := b.s.PayOrder(b.ctx, no, "txn-"+no); return err })
+	}
+	one := []models.LineQty{{SkuID: "sku-1", Qty: 1}}
+	must(t, func() error { _, err := b.s.Ship(b.ctx, "r-shipped", "ship-1", one, "wms"); return err })
+	must(t, func() error {
+		_, err := b.s.Refund(b.ctx, "r-refunded", "refund-1", nil, "changed mind", "cs")
+		return err
+	})
 	closeOrder("r-released")
 	b.drain(t, "w1")
 	for _, no := range []string{"r-releasing", "r-retry", "r-manual", "r-mixed"} {
@@ -51,7 +59,8 @@ func releaseShop(t *testing.T, b bundle) map[string]models.ReleaseState {
 	plant("r-mixed", "sku-1", models.TaskManual)
 	plant("r-mixed", "sku-2", models.TaskDone)
 	return map[string]models.ReleaseState{
-		"r-hold": models.ReleaseHolding, "r-paid": models.ReleaseNone, "r-released": models.ReleaseReleased,
+		"r-hold": models.ReleaseHolding, "r-paid": models.ReleaseNone, "r-shipped": models.ReleaseNone,
+		"r-refunded": models.ReleaseReleased, "r-released": models.ReleaseReleased,
 		"r-releasing": models.ReleaseReleasing, "r-retry": models.ReleaseRetry, "r-manual": models.ReleaseManual,
 		"r-mixed": models.ReleaseManual,
 	}

@@ -288,17 +288,22 @@ func (s *Store) applyRelease(tx *gorm.DB, t, fenced ReleaseTask, worker string, 
 // RELEASE (or DEDUCT), with the service's answer when t's type is remote.
 func releaseOp(t, fenced ReleaseTask, worker string, now time.Time) Op {
 	return Op{Kind: t.Op, OrderNo: t.OrderNo, Key: t.BizKey, Qty: t.Qty, Trigger: fenced.Trigger,
-		Actor: releaseActor(worker, t.Attempts, fenced), Now: now, answer: t.answer}
+		Actor: releaseActor(worker, t, fenced), Now: now, answer: t.answer}
 }
 
 // releaseActor is who a worker's ledger row names: the worker, and when it
-// was not the task's first try, which try it was (an automatic retry), and
-// an operator's rerun with who asked and why, so that the row alone tells
-// how the release came about.
-func releaseActor(worker string, attempt int, fenced ReleaseTask) string {
+// was not the task's first try, which try it was (an automatic retry);
+// when the try before crashed (its lease ran out without an outcome, and
+// the lease rescue sweep or the next claim counted it), that this try
+// makes up for it; and an operator's rerun with who asked and why, so that
+// the row alone tells how the release came about.
+func releaseActor(worker string, claimed, fenced ReleaseTask) string {
 	a := "worker:" + worker
-	if attempt > 1 {
-		a += fmt.Sprintf(" · attempt %d", attempt)
+	if claimed.Attempts > 1 {
+		a += fmt.Sprintf(" · attempt %d", claimed.Attempts)
+	}
+	if claimed.LastErrorClass == ClassCrashed {
+		a += " · after a crashed try"
 	}
 	if note := fenced.rerunNote(); note != "" {
 		a += " · " + clip(note, 300)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -143,24 +144,17 @@ func limitLockID(userID string, t ResourceType, key string) int64 {
 // payment gone.
 var errStockGone = errors.New("stock deducted at payment is gone")
 
-// takeAtPayment takes the stock of every line of an order deducted at
-// payment (takeLine).
-func (s *Store) takeAtPayment(tx *gorm.DB, orderNo, userID string, trig Trigger, epoch int) error {
+// awaitingPayment reads the lines of an order deducted at payment that
+// its payment has not taken and that still order something, sorted as
+// placement locks them.
+func (s *Store) awaitingPayment(tx *gorm.DB, orderNo string) ([]Hold, error) {
 	var hs []Hold
 	// Every hold, filtered here: a schema older than deduct_at reads none.
 	if err := tx.Where("order_no = ?", orderNo).Find(&hs).Error; err != nil {
-		return err
+		return nil, err
 	}
 	sortHolds(hs)
-	for _, h := range hs {
-		if h.DeductAt != DeductAtPayment || h.Qty != 0 {
-			continue
-		}
-		if err := s.takeLine(tx, h, userID, trig, epoch); err != nil {
-			return err
-		}
-	}
-	return nil
+	return slices.DeleteFunc(hs, func(h Hold) bool { return !h.awaitsPayment() || h.Ordered == 0 }), nil
 }
 
 // takeLine takes the stock of one line deducted at payment, in the

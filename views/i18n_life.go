@@ -22,6 +22,7 @@ var lifeSection = text{
 	"life.no_ops":          {"支付后还没有发货、退款或退货。", "Nothing shipped, refunded or returned since payment."},
 	"life.col.sku":         {"商品", "SKU"},
 	"life.col.qty":         {"下单", "Ordered"},
+	"life.at_payment":      {"（支付时扣）", "(taken at payment)"},
 	"life.col.released":    {"已释放", "Released"},
 	"life.col.held":        {"仍占用", "Held"},
 	"life.col.deducted":    {"已支付", "Paid"},

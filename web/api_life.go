@@ -34,9 +34,12 @@ type cancelLineBody struct {
 	Qty    int64  `json:"qty"`
 	Reason string `json:"reason,omitempty"`
 	// Version is the line version the caller saw (the chain's lines say
-	// it): the cancel applies only to it, and sent again is answered the
-	// same. Without it the cancel applies to the line as it is.
-	Version *int64 `json:"version,omitempty"`
+	// it): the cancel applies only to it. CancelID is the caller's own id
+	// of the cancel instead, unique on the line. One of the two is
+	// required: with either, the same cancel sent again is answered the
+	// same and changes nothing.
+	Version  *int64 `json:"version,omitempty"`
+	CancelID string `json:"cancel_id,omitempty"`
 }
 
 // cancelLine gives back part of a PENDING order's line.
@@ -60,7 +63,7 @@ func (s *server) cancelLine(c *echo.Context) error {
 			return invalidf("version must be 0 or more")
 		}
 	}
-	res, err := s.store.CancelLine(c.Request().Context(), no, sku, b.Qty, version, b.Reason, actor(c))
+	res, err := s.store.CancelLine(c.Request().Context(), no, sku, b.Qty, version, b.CancelID, b.Reason, actor(c))
 	if err != nil {
 		return err
 	}

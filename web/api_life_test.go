@@ -70,12 +70,15 @@ func TestAPIOrderLife(t *testing.T) {
 			{"unknown line", "POST", "/api/v1/orders/o-1/ship", `{"shipment_id":"sh-9","lines":[{"sku_id":"sku-9","qty":1}]}`, 404, "LINE_NOT_FOUND"},
 			{"unknown return", "POST", "/api/v1/returns/ret-9/inbound", `{"lines":[{"sku_id":"sku-1","qty":1,"restock":true}]}`, 404, "NOT_FOUND"},
 			{"return more than shipped", "POST", "/api/v1/orders/o-1/returns", `{"return_id":"ret-2","lines":[{"sku_id":"sku-1","qty":2}]}`, 409, "QTY_EXCEEDED"},
-			{"cancel after payment", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1}`, 409, "ORDER_STATUS"},
+			{"cancel after payment", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1,"cancel_id":"c-1"}`, 409, "ORDER_STATUS"},
+			{"cancel without version or id", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1}`, 400, "INVALID_INPUT"},
+			{"cancel with version and id", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1,"version":0,"cancel_id":"c-1"}`, 400, "INVALID_INPUT"},
+			{"bad cancel id", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1,"cancel_id":"a b"}`, 400, "INVALID_INPUT"},
 			{"close a shipped order", "POST", "/api/v1/orders/o-1/close", `{"reason":"USER_CANCEL"}`, 409, "ORDER_NOT_CLOSABLE"},
 			{"qty missing", "POST", "/api/v1/orders/o-1/ship", `{"shipment_id":"sh-9","lines":[{"sku_id":"sku-2"}]}`, 400, "INVALID_INPUT"},
 			{"unknown field", "POST", "/api/v1/orders/o-1/ship", `{"shipment_id":"sh-9","lines":[],"x":1}`, 400, "INVALID_INPUT"},
 			{"negative version", "POST", "/api/v1/orders/o-1/lines/sku-2/cancel", `{"qty":1,"version":-2}`, 400, "INVALID_INPUT"},
-			{"bad sku in path", "POST", "/api/v1/orders/o-1/lines/a%20b/cancel", `{"qty":1}`, 400, "INVALID_INPUT"},
+			{"bad sku in path", "POST", "/api/v1/orders/o-1/lines/a%20b/cancel", `{"qty":1,"cancel_id":"c-1"}`, 400, "INVALID_INPUT"},
 		} {
 			rec := b.call(c.method, c.path, c.body)
 			if rec.Code != c.status || errCodeOf(t, rec.Body.Bytes()) != c.code {

@@ -139,7 +139,7 @@ var apiOps = map[string]apiOp{
 		Body: payBody{}, Status: http.StatusOK, Resp: models.PayResult{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/orders/:order_no/close": {Summary: "Close a PENDING order (reason USER_CANCEL, TIMEOUT or ADMIN); closing it again answers the same",
 		Body: closeBody{}, Status: http.StatusOK, Resp: models.CloseResult{}, Errors: []int{400, 404, 409, 415}},
-	"POST /api/v1/orders/:order_no/lines/:sku_id/cancel": {Summary: "Give back part of a PENDING order's line at once; the order closes when no line holds stock. With version, only that line version, and a repeat answers the same",
+	"POST /api/v1/orders/:order_no/lines/:sku_id/cancel": {Summary: "Give back part of a PENDING order's line at once (a line deducted at payment orders less); the order closes when no line holds or orders stock. Takes the line's version or a cancel_id: a repeat answers the same and changes nothing",
 		Body: cancelLineBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/orders/:order_no/ship": {Summary: "Record goods shipped; shipped goods are never released or refunded. A repeat of a shipment_id answers the same",
 		Body: shipBody{}, Status: http.StatusOK, Resp: models.LifeResult{}, Errors: []int{400, 404, 409, 415}},

@@ -15,7 +15,8 @@ func lifeView(ch *models.Chain) views.LifeView {
 		if h.ResourceType != models.ResInventory {
 			continue
 		}
-		v.Lines = append(v.Lines, views.LifeLine{SKU: h.BizKey, Qty: h.Qty, Released: h.Released, Deducted: h.Deducted,
+		v.Lines = append(v.Lines, views.LifeLine{SKU: h.BizKey, Qty: h.Qty, AtPayment: h.DeductAt == models.DeductAtPayment,
+			Ordered: h.Ordered, Released: h.Released, Deducted: h.Deducted,
 			Held: h.Outstanding(), Shipped: h.Shipped, Refunded: h.Refunded, Returned: h.Returned, Restocked: h.Restocked,
 			WrittenOff: h.WrittenOff, Version: h.Version})
 	}

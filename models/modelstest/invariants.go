@@ -70,8 +70,18 @@ func checkHolds(t testing.TB, s *models.Store) {
 			// went back held nothing: all released).
 			ok = r.Deducted+r.Released == r.Qty && (r.Released == 0 || r.ResourceType == string(models.ResInventory)) ||
 				r.OpenDeduct > 0 && r.Deducted == 0
-			if st == models.OrderRefunded {
+			inv := r.ResourceType == string(models.ResInventory)
+			switch {
+			case st == models.OrderRefunded:
 				ok = ok && r.Refunded == r.Deducted || r.Deducted == 0 && r.Released == r.Qty
+			case st == models.OrderReturned:
+				// Every paid unit came back, refunded or returned and
+				// taken in, and the other holds with them.
+				ok = ok && r.Shipped+r.Refunded == r.Deducted && r.Returned == r.Shipped &&
+					r.Restocked+r.WrittenOff == r.Returned && (inv || r.Shipped == 0)
+			case !inv:
+				// The other holds come back only with the whole order.
+				ok = ok && r.Refunded == 0
 			}
 		case models.OrderClosed, models.OrderRefundPending:
 			// An order closed by its last line cancel has those lines
