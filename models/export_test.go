@@ -35,3 +35,17 @@ func (s *Store) plan(q string, args ...any) ([]string, error) {
 	}
 	return out, nil
 }
+
+// LatePayOrder is the order a late payment takes tasks' holds and lines
+// deducted at payment in, as "TYPE key" (latePaySteps).
+func LatePayOrder(tasks []ReleaseTask, lines []Hold) []string {
+	var out []string
+	for _, st := range latePaySteps(tasks, lines) {
+		if st.task != nil {
+			out = append(out, string(st.task.ResourceType)+" "+st.task.BizKey)
+		} else {
+			out = append(out, string(st.line.ResourceType)+" "+st.line.BizKey)
+		}
+	}
+	return out
+}

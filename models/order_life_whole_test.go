@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -252,4 +253,34 @@ func TestLineCancelNeedsAnIdempotencyKey(t *testing.T) {
 			t.Fatalf("cancel id reused with another body: %v, want ID_REUSED", err)
 		}
 	})
+}
+
+// A late payment takes the lines deducted at payment in their place among
+// the order's tasks, type then key, the order placement locks resources
+// in; taken after every task, a line would lock inventory after points,
+// and PostgreSQL would abort it or a placement of the same user holding
+// the two the other way round.
+func TestLatePaymentLockOrder(t *testing.T) {
+	t.Parallel()
+	task := func(r models.ResourceType, k string) models.ReleaseTask {
+		return models.ReleaseTask{ResourceType: r, BizKey: k}
+	}
+	line := func(k string) models.Hold { return models.Hold{ResourceType: models.ResInventory, BizKey: k} }
+	for _, c := range []struct {
+		name  string
+		tasks []models.ReleaseTask
+		lines []models.Hold
+		want  string
+	}{
+		{"between", []models.ReleaseTask{task(models.ResBalance, "u1"), task(models.ResInventory, "sku-a"), task(models.ResPoints, "u1")},
+			[]models.Hold{line("sku-b"), line("sku-c")}, "[balance u1 inventory sku-a inventory sku-b inventory sku-c points u1]"},
+		{"first", []models.ReleaseTask{task(models.ResPoints, "u1")}, []models.Hold{line("sku-b")}, "[inventory sku-b points u1]"},
+		{"last", []models.ReleaseTask{task(models.ResCoupon, "7")}, []models.Hold{line("sku-b")}, "[coupon 7 inventory sku-b]"},
+		{"no tasks", nil, []models.Hold{line("sku-b")}, "[inventory sku-b]"},
+		{"no lines", []models.ReleaseTask{task(models.ResCoupon, "7")}, nil, "[coupon 7]"},
+	} {
+		if got := fmt.Sprint(models.LatePayOrder(c.tasks, c.lines)); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
 }
