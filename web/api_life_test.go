@@ -124,5 +124,20 @@ func TestChainShowsOrderLife(t *testing.T) {
 		if op := markupText(testidElement(body, "life-op-RETURN")); !strings.Contains(op, "too small") {
 			t.Fatalf("return row = %q, want its reason", op)
 		}
+
+		// A line deducted at payment shows what it orders, and that its
+		// payment takes it; a cancel before payment lowers it.
+		must[skuJSON](t, b, http.StatusOK, "PUT", "/api/v1/skus/sku-p", `{"available":5,"deduct_at":"payment"}`)
+		must[placeJSON](t, b, http.StatusCreated, "POST", "/api/v1/orders",
+			`{"order_no":"o-3","user_id":"u1","items":[{"sku_id":"sku-1","qty":1},{"sku_id":"sku-p","qty":2}]}`)
+		res := must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-3/lines/sku-p/cancel", `{"qty":1,"cancel_id":"c-1"}`)
+		if res.Status != models.OrderPending || res.Lines[1].Ordered != 1 || res.Lines[1].DeductAt != models.DeductAtPayment {
+			t.Fatalf("cancel of a line deducted at payment = %+v", res)
+		}
+		zh := markupText(testidElement(getPage(t, b, "/orders/o-3", false, http.StatusOK), "life-line-sku-p"))
+		en := markupText(testidElement(getPage(t, b, "/orders/o-3", true, http.StatusOK), "life-line-sku-p"))
+		if zh != "sku-p 1 （支付时扣） 0 0 0 0 0 0 0 0 1" || en != "sku-p 1 (taken at payment) 0 0 0 0 0 0 0 0 1" {
+			t.Fatalf("line sku-p = %q / %q, want ordered 1 taken at payment, version 1", zh, en)
+		}
 	})
 }
