@@ -226,6 +226,17 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		}
 		skus = append(skus, id)
 	}
+	// Two SKUs made to order take their stock at payment: an unpaid
+	// order holds none of it.
+	for _, id := range demoAtPayment {
+		sku, err := s.GetSKU(ctx, id)
+		if err != nil {
+			return demoStats{}, err
+		}
+		if _, err := s.SetSKU(ctx, id, sku.Available, models.SKUSettings{DeductAt: models.DeductAtPayment}, actor); err != nil {
+			return demoStats{}, err
+		}
+	}
 	var users []string
 	coupons := map[string][]int64{}
 	for i := range 120 {
@@ -305,11 +316,15 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 	}
 	var placed []string
 	var couponOrders int
+	life := newDemoLife(s)
 	for i, at := range times {
 		if err := tick(at); err != nil {
 			return demoStats{}, err
 		}
 		clock.advanceTo(at)
+		if err := life.due(ctx, at); err != nil {
+			return demoStats{}, err
+		}
 		u := users[rng.IntN(len(users))]
 		no := fmt.Sprintf("D%s%04d", clock.Now().Format("0102"), i)
 		req := models.PlaceRequest{OrderNo: no, UserID: u}
@@ -403,10 +418,17 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 		if now.Sub(at) < 30*time.Minute {
 			continue // still within its time to pay
 		}
+		if err := life.cancelLine(ctx, no); err != nil {
+			return demoStats{}, err
+		}
 		switch roll := rng.IntN(100); {
 		case roll < 55:
-			if _, err := s.PayOrder(ctx, no, "WX"+no); err != nil {
+			pr, err := s.PayOrder(ctx, no, "WX"+no)
+			if err != nil {
 				return demoStats{}, err
+			}
+			if pr.Status == models.OrderPaid {
+				life.paid(no, at)
 			}
 		case roll < 80:
 			reason := models.TriggerUserCancel
@@ -426,6 +448,9 @@ func demoShop(ctx context.Context, dsn string, opt models.Options, orders int, n
 				}
 			}
 		}
+	}
+	if err := life.due(ctx, now); err != nil {
+		return demoStats{}, err
 	}
 	if err := refundOne(ctx, s); err != nil {
 		return demoStats{}, err

@@ -58,6 +58,48 @@ func TestDemoShopSpansAWeek(t *testing.T) {
 	if night, evening := hours[3]+hours[4], hours[19]+hours[21]; evening < 4*night {
 		t.Errorf("orders by hour %v: evenings (%d) not far busier than nights (%d)", hours, evening, night)
 	}
+	// Paid orders lived on: shipped, refunded whole or in part, returned
+	// and taken back in; customers cancelled part of a line, of SKUs
+	// taken at payment too.
+	var statuses []struct {
+		Status models.OrderStatus
+		N      int
+	}
+	if err := s.R.Raw("SELECT status, COUNT(*) AS n FROM orders GROUP BY status").Scan(&statuses).Error; err != nil {
+		t.Fatal(err)
+	}
+	byStatus := map[models.OrderStatus]int{}
+	for _, st := range statuses {
+		byStatus[st.Status] = st.N
+	}
+	for _, st := range []models.OrderStatus{models.OrderShipped, models.OrderRefunded, models.OrderReturned, models.OrderRefundPending, models.OrderPending} {
+		if byStatus[st] == 0 {
+			t.Errorf("no %s order: %v", st, byStatus)
+		}
+	}
+	var ops []struct {
+		Kind models.OpKind
+		N    int
+	}
+	if err := s.R.Raw("SELECT kind, COUNT(*) AS n FROM order_ops GROUP BY kind").Scan(&ops).Error; err != nil {
+		t.Fatal(err)
+	}
+	byKind := map[models.OpKind]int{}
+	for _, op := range ops {
+		byKind[op.Kind] = op.N
+	}
+	for _, k := range []models.OpKind{models.OpLineCancel, models.OpShip, models.OpRefund, models.OpReturn, models.OpInbound} {
+		if byKind[k] == 0 {
+			t.Errorf("no %s operation: %v", k, byKind)
+		}
+	}
+	var atPayment int64
+	if err := s.R.Raw("SELECT COUNT(*) FROM order_holds WHERE deduct_at = 'payment' AND qty > 0").Scan(&atPayment).Error; err != nil {
+		t.Fatal(err)
+	}
+	if atPayment == 0 {
+		t.Error("no line of a SKU taken at payment was paid")
+	}
 	classes := map[models.ErrorClass]int{}
 	var manual []models.ReleaseTask
 	if err := s.R.Where("status = ?", models.TaskManual).Find(&manual).Error; err != nil {
