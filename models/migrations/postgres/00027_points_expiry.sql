@@ -1,9 +1,9 @@
 -- +goose Up
--- Points expire account by account (docs/design.md, "Points expiry"): the
--- account's points are usable until expire_at, NULL for points that never
--- expire; a balance never expires. Each points ledger row states the
--- account's expiry before and after it, so a release or a refund says
--- what the expiry policy did; balance rows leave both NULL.
+-- Points expire account by account (docs/stock-models.md, "Points expiry
+-- on release"): the account's points are usable until expire_at, NULL for
+-- points that never expire; a balance never expires. Each points ledger
+-- row states the account's expiry before and after it, so a release or a
+-- refund says what the expiry policy did; balance rows leave both NULL.
 ALTER TABLE accounts ADD COLUMN expire_at TIMESTAMPTZ;
 ALTER TABLE accounts ADD CONSTRAINT accounts_expiry_points
     CHECK (expire_at IS NULL OR asset = 'POINTS');

@@ -1,9 +1,9 @@
 -- +goose Up
--- Points expire account by account (docs/design.md, "Points expiry"): the
--- account's points are usable until expire_at, NULL for points that never
--- expire; a balance never expires. Each points ledger row states the
--- account's expiry before and after it, so a release or a refund says
--- what the expiry policy did; balance rows leave both NULL. Nullable
+-- Points expire account by account (docs/stock-models.md, "Points expiry
+-- on release"): the account's points are usable until expire_at, NULL for
+-- points that never expire; a balance never expires. Each points ledger
+-- row states the account's expiry before and after it, so a release or a
+-- refund says what the expiry policy did; balance rows leave both NULL. Nullable
 -- columns are added in place; each CHECK is its own column's, so that
 -- DROP COLUMN can take it away again.
 ALTER TABLE accounts ADD COLUMN expire_at DATETIME CHECK (expire_at IS NULL OR asset = 'POINTS');
