@@ -127,13 +127,23 @@ func (c *counter) expireCol() string {
 // least now + ExtendDays; under keep, and for every other op, it stays. An
 // expiry of nil (never) stays nil.
 func (c *counter) returnedExpiry(kind FlowType, expire *time.Time, now time.Time) *time.Time {
-	if !c.expires || expire == nil || (kind != FlowRelease && kind != FlowRefund) || c.s.points.Expiry != CouponExtend {
+	floor, extend := c.extendFloor(now)
+	if !extend || expire == nil || (kind != FlowRelease && kind != FlowRefund) {
 		return expire
 	}
-	if floor := now.Add(time.Duration(c.s.points.ExtendDays) * 24 * time.Hour); expire.Before(floor) {
+	if expire.Before(floor) {
 		return &floor
 	}
 	return expire
+}
+
+// extendFloor is, on a counter that expires under the extend policy, the
+// least expiry that what comes back at now gets.
+func (c *counter) extendFloor(now time.Time) (time.Time, bool) {
+	if !c.expires || c.s.points.Expiry != CouponExtend {
+		return time.Time{}, false
+	}
+	return now.Add(time.Duration(c.s.points.ExtendDays) * 24 * time.Hour), true
 }
 
 func (c *counter) Apply(tx *gorm.DB, op Op) error {
@@ -404,7 +414,8 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// maxFlowRows bounds the rows of one ledger insert (14 values each).
+// maxFlowRows bounds the rows of one ledger insert (14 values each, 16 on
+// a counter that expires).
 const maxFlowRows = 500
 
 // releaseMany gives back what ops hold (RELEASEs of this counter, sorted by
@@ -560,8 +571,7 @@ func (c *counter) releaseSums(tx *gorm.DB, keys []string, sums map[string]int64,
 		args = append(args, k, sums[k])
 	}
 	expire := ""
-	if c.expires && c.s.points.Expiry == CouponExtend {
-		floor := now.Add(time.Duration(c.s.points.ExtendDays) * 24 * time.Hour)
+	if floor, extend := c.extendFloor(now); extend {
 		expire = ", expire_at = CASE WHEN expire_at IS NULL THEN NULL WHEN expire_at < ? THEN ? ELSE expire_at END"
 		args = append(args, floor, floor)
 	}
