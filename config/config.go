@@ -27,6 +27,11 @@ const (
 	CouponExpiryKeep = "keep"
 )
 
+// Config.PointsExpiry takes the same two values: extend pushes a points
+// account's expiry to at least PointsExtendDays from the release or
+// refund that gives points back; keep leaves it, so points that come back
+// after their expiry stay unusable.
+
 // Accepted values of Config.LogFormat.
 const (
 	LogFormatAuto = "auto" // text on a terminal, JSON otherwise
@@ -47,6 +52,8 @@ type Config struct {
 	LeaseRescueEvery  time.Duration // rescue of expired leases interval
 	CouponExpiry      string        // CouponExpiryExtend or CouponExpiryKeep
 	CouponExtendDays  int           // days added by CouponExpiryExtend
+	PointsExpiry      string        // CouponExpiryExtend or CouponExpiryKeep, for points given back
+	PointsExtendDays  int           // days PointsExpiry extend guarantees from a release or refund
 	Demo              bool          // seed demo data on start
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
 	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
@@ -134,6 +141,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	cpuProfile := text("cpuprofile", "UNHOLD_CPUPROFILE", "", "write a CPU profile of the process to this file until it stops")
 	couponExpiry := text("coupon-expiry", "UNHOLD_COUPON_EXPIRY", CouponExpiryExtend, "released expired coupons: extend or keep")
 	extendDays := text("coupon-extend-days", "UNHOLD_COUPON_EXTEND_DAYS", "3", "days added to a released expired coupon, 0 to 365")
+	pointsExpiry := text("points-expiry", "UNHOLD_POINTS_EXPIRY", CouponExpiryExtend,
+		"points given back by a release or refund: extend their account's expiry, or keep it")
+	pointsDays := text("points-extend-days", "UNHOLD_POINTS_EXTEND_DAYS", "3",
+		"days from a release or refund that extend guarantees points' expiry, 0 to 365")
 	logFormat := text("log-format", "UNHOLD_LOG_FORMAT", LogFormatAuto, "log format: auto, json or text")
 	tz := text("tz", "UNHOLD_TZ", "Asia/Shanghai",
 		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
@@ -247,6 +258,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.CouponExtendDays, err = intIn(extendDays, 0, 365); err != nil {
+		return Config{}, err
+	}
+	if cfg.PointsExpiry, err = oneOf(pointsExpiry, CouponExpiryExtend, CouponExpiryKeep); err != nil {
+		return Config{}, err
+	}
+	if cfg.PointsExtendDays, err = intIn(pointsDays, 0, 365); err != nil {
 		return Config{}, err
 	}
 	if cfg.LogFormat, err = oneOf(logFormat, LogFormatAuto, LogFormatJSON, LogFormatText); err != nil {

@@ -31,6 +31,8 @@ func defaults(t *testing.T) Config {
 		LeaseRescueEvery:  30 * time.Second,
 		CouponExpiry:      CouponExpiryExtend,
 		CouponExtendDays:  3,
+		PointsExpiry:      CouponExpiryExtend,
+		PointsExtendDays:  3,
 		Demo:              false,
 		LogFormat:         LogFormatAuto,
 		TZ:                "Asia/Shanghai",
@@ -62,6 +64,8 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_LEASE_RESCUE_EVERY":  "45s",
 		"UNHOLD_COUPON_EXPIRY":       "keep",
 		"UNHOLD_COUPON_EXTEND_DAYS":  "0",
+		"UNHOLD_POINTS_EXPIRY":       "keep",
+		"UNHOLD_POINTS_EXTEND_DAYS":  "30",
 		"UNHOLD_DEMO":                "true",
 		"UNHOLD_LOG_FORMAT":          "json",
 		"UNHOLD_TZ":                  "Europe/Berlin",
@@ -102,6 +106,8 @@ func TestLoad(t *testing.T) {
 				c.LeaseRescueEvery = 45 * time.Second
 				c.CouponExpiry = CouponExpiryKeep
 				c.CouponExtendDays = 0
+				c.PointsExpiry = CouponExpiryKeep
+				c.PointsExtendDays = 30
 				c.Demo = true
 				c.LogFormat = LogFormatJSON
 				c.TZ = "Europe/Berlin"
@@ -138,6 +144,8 @@ func TestLoad(t *testing.T) {
 				"-lease-rescue-every", "2m",
 				"-coupon-expiry", "extend",
 				"-coupon-extend-days", "365",
+				"-points-expiry", "extend",
+				"-points-extend-days", "0",
 				"-demo=false",
 				"-log-format", "text",
 				"-tz", "UTC",
@@ -166,6 +174,8 @@ func TestLoad(t *testing.T) {
 				c.LeaseRescueEvery = 2 * time.Minute
 				c.CouponExpiry = CouponExpiryExtend
 				c.CouponExtendDays = 365
+				c.PointsExpiry = CouponExpiryExtend
+				c.PointsExtendDays = 0
 				c.Demo = false
 				c.LogFormat = LogFormatText
 				c.TZ = "UTC"
@@ -273,6 +283,12 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -coupon-extend-days must be an integer from 0 to 365, got "-1"`},
 		{"coupon extend days too big", map[string]string{"UNHOLD_COUPON_EXTEND_DAYS": "366"}, nil,
 			`config: UNHOLD_COUPON_EXTEND_DAYS must be an integer from 0 to 365, got "366"`},
+		{"points expiry", nil, []string{"-points-expiry", "reset"},
+			`config: -points-expiry must be one of extend, keep, got "reset"`},
+		{"points extend days negative", map[string]string{"UNHOLD_POINTS_EXTEND_DAYS": "-1"}, nil,
+			`config: UNHOLD_POINTS_EXTEND_DAYS must be an integer from 0 to 365, got "-1"`},
+		{"points extend days too big", nil, []string{"-points-extend-days", "366"},
+			`config: -points-extend-days must be an integer from 0 to 365, got "366"`},
 		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
 			`config: UNHOLD_DEMO must be true or false, got "yes"`},
 		{"demo flag", nil, []string{"-demo=yes"},

@@ -13,7 +13,7 @@ const MaxBalance = 1_000_000_000_000_000
 // accountResource is one asset of user accounts: available → frozen → spent.
 // Balance and points are two instances; the key is the user id.
 func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *counter {
-	return &counter{
+	c := &counter{
 		maxQty: MaxAmount,
 		s:      s, typ: t, table: "accounts", ledger: "account_flows", key: "uid",
 		fixedCol: "asset", fixedVal: string(asset), side: string(asset), userKeyed: true,
@@ -24,6 +24,11 @@ func accountResource(s *Store, t ResourceType, asset Asset, short *Error) *count
 			return "/balances?" + url.Values{"user": {key}, "asset": {string(asset)}}.Encode()
 		},
 	}
+	// Points expire account by account; a balance never does.
+	if asset == AssetPoints {
+		c.expires, c.expired = true, ErrPointsExpired
+	}
+	return c
 }
 
 // assetResource is the resource type an account asset is released as.

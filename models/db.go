@@ -53,8 +53,11 @@ const (
 
 // Options tune a Store. The zero value is the production default.
 type Options struct {
-	Now       func() time.Time
-	Coupons   CouponPolicy
+	Now     func() time.Time
+	Coupons CouponPolicy
+	// Points is what a release or refund of points does to the account's
+	// expiry: the coupons' two policies, extend (by ExtendDays) or keep.
+	Points    CouponPolicy
 	Faults    FaultFunc
 	Logger    *slog.Logger
 	ReadConns int
@@ -84,6 +87,7 @@ type Store struct {
 	Dialect   Dialect
 	now       func() time.Time
 	coupons   CouponPolicy
+	points    CouponPolicy
 	faults    FaultFunc
 	log       *slog.Logger
 	resources map[ResourceType]Resource
@@ -126,12 +130,15 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, faults: opt.Faults, log: opt.Logger}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger}
 	if s.now == nil {
 		s.now = time.Now
 	}
 	if s.coupons.Expiry == "" {
 		s.coupons = DefaultCouponPolicy
+	}
+	if s.points.Expiry == "" {
+		s.points = DefaultCouponPolicy
 	}
 	if s.log == nil {
 		s.log = slog.Default()

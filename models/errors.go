@@ -28,6 +28,7 @@ var (
 	ErrCouponUnavailable = &Error{"COUPON_UNAVAILABLE", "coupon cannot be used"}
 	ErrInsufficientFunds = &Error{"INSUFFICIENT_BALANCE", "not enough balance"}
 	ErrInsufficientPts   = &Error{"INSUFFICIENT_POINTS", "not enough points"}
+	ErrPointsExpired     = &Error{"POINTS_EXPIRED", "the account's points have expired"}
 	ErrQuotaExhausted    = &Error{"QUOTA_EXHAUSTED", "activity quota exhausted"}
 	ErrSlotTaken         = &Error{"SLOT_TAKEN", "slot already taken"}
 	ErrOrderNotClosable  = &Error{"ORDER_NOT_CLOSABLE", "order cannot be closed"}

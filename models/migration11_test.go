@@ -19,7 +19,7 @@ func TestMigration11Backfill(t *testing.T) {
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			b, _ := openAt(t, d, 0)
+			b, _ := openDSN(t, d)
 			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
 			sqlDB, err := b.s.W.DB()
 			must(t, func() error { return err })

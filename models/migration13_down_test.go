@@ -18,7 +18,7 @@ func TestMigration13DownKeepsAccounts(t *testing.T) {
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			b, _ := openAt(t, d, 0)
+			b, _ := openDSN(t, d)
 			// Local flows only: 00021 refuses to go down over remote rows.
 			withLocalFlows(t, b)
 			_, err := b.s.Credit(b.ctx, "u2", models.AssetPoints, 7, "test")
@@ -35,7 +35,9 @@ func TestMigration13DownKeepsAccounts(t *testing.T) {
 			must(t, func() error { return err })
 			_, err = p.DownTo(b.ctx, 12)
 			must(t, func() error { return err })
-			must(t, func() error { return b.s.W.Order("uid, asset").Find(&down).Error })
+			// The columns 00012 has: on PostgreSQL, the SELECT * read before
+			// the down would answer expire_at (00027), which the down dropped.
+			must(t, func() error { return b.s.W.Select(accountCols12).Order("uid, asset").Find(&down).Error })
 			if err := b.s.W.Exec("UPDATE accounts SET available = ? WHERE uid = 'u2'", int64(models.MaxBalance)+1).Error; err != nil {
 				t.Errorf("after down the bound still holds: %v", err)
 			}

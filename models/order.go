@@ -263,6 +263,11 @@ type Flow struct {
 	StatusBefore string       `json:"status_before,omitempty"`
 	StatusAfter  string       `json:"status_after,omitempty"`
 	Owner        string       `json:"owner,omitempty"`
-	Actor        string       `json:"actor,omitempty"`
-	CreatedAt    time.Time    `json:"created_at"`
+	// ExpireBefore and ExpireAfter are a points account's expiry around
+	// the row, as the account ledger reads them (AccountFlows); nil for
+	// never, and on every other ledger.
+	ExpireBefore *time.Time `json:"expire_before,omitempty"`
+	ExpireAfter  *time.Time `json:"expire_after,omitempty"`
+	Actor        string     `json:"actor,omitempty"`
+	CreatedAt    time.Time  `json:"created_at"`
 }

@@ -257,7 +257,7 @@ func (s *Store) AccountAssets(ctx context.Context, uid string) ([]AccountAsset, 
 }
 
 // AccountFlows reads one page of a user's account ledger below the id
-// before, for one asset or ("") both. Each asset is read newest first
+// before, for one asset or ("") both, with the points' expiry around each row. Each asset is read newest first
 // through the index (uid, asset, id) and the two are merged, so a user with
 // a long history costs what a new one does. Each row's ResourceType says
 // its asset (balance or points).
@@ -269,7 +269,7 @@ func (s *Store) AccountFlows(ctx context.Context, uid string, asset Asset, befor
 	}
 	var all []Flow
 	for _, a := range assets {
-		db := s.R.WithContext(ctx).Raw(`SELECT uid AS biz_key, `+counterFlowCols+` FROM account_flows
+		db := s.R.WithContext(ctx).Raw(`SELECT uid AS biz_key, `+counterFlowCols+`, expire_before, expire_after FROM account_flows
 			WHERE uid = ? AND asset = ? AND id < ? ORDER BY id DESC LIMIT ?`, uid, a, below(before), limit+1)
 		page, err := flowPage(db, limit+1, assetResource(a))
 		if err != nil {

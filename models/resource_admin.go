@@ -197,19 +197,42 @@ func (s *Store) GetCoupon(ctx context.Context, id int64) (*Coupon, error) {
 
 // AccountAsset is one asset of one account.
 type AccountAsset struct {
-	UID       string    `json:"-" gorm:"column:uid"`
-	Asset     Asset     `json:"-"`
-	Available int64     `json:"available"`
-	Frozen    int64     `json:"frozen"`
-	Spent     int64     `json:"spent"`
-	UpdatedAt time.Time `json:"updated_at"`
+	UID       string `json:"-" gorm:"column:uid"`
+	Asset     Asset  `json:"-"`
+	Available int64  `json:"available"`
+	Frozen    int64  `json:"frozen"`
+	Spent     int64  `json:"spent"`
+	// ExpireAt is when the account's points expire; nil for points that
+	// never do, and always for a balance.
+	ExpireAt  *time.Time `json:"expire_at,omitempty"`
+	UpdatedAt time.Time  `json:"updated_at"`
 }
 
 // TableName is the account table.
 func (AccountAsset) TableName() string { return "accounts" }
 
 // Credit adds amount of asset to a user's available balance (ADJUST row).
+// A points account's expiry stays as it is.
 func (s *Store) Credit(ctx context.Context, uid string, asset Asset, amount int64, actor string) (*AccountAsset, error) {
+	return s.credit(ctx, uid, asset, amount, nil, actor)
+}
+
+// CreditUntil is Credit of points that are valid until until: the
+// account's expiry becomes until if that is later (rolling; see
+// counter.adjustUntil). A balance never expires, and until must be in the
+// future.
+func (s *Store) CreditUntil(ctx context.Context, uid string, asset Asset, amount int64, until time.Time, actor string) (*AccountAsset, error) {
+	if asset != AssetPoints {
+		return nil, invalid("expire_at is for POINTS only: a %s never expires", asset)
+	}
+	until = until.UTC().Truncate(time.Microsecond)
+	if now := s.Now(); !until.After(now) {
+		return nil, invalid("expire_at must be in the future, not %s (now is %s)", until.Format(time.RFC3339), now.Format(time.RFC3339))
+	}
+	return s.credit(ctx, uid, asset, amount, &until, actor)
+}
+
+func (s *Store) credit(ctx context.Context, uid string, asset Asset, amount int64, until *time.Time, actor string) (*AccountAsset, error) {
 	if !ValidKey(uid) {
 		return nil, invalid("uid must be 1-64 letters, digits or -_.:")
 	}
@@ -226,11 +249,15 @@ func (s *Store) Credit(ctx context.Context, uid string, asset Asset, amount int6
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&AccountAsset{UID: uid, Asset: asset, UpdatedAt: now}).Error; err != nil {
 			return err
 		}
-		if _, err := s.resources[t].(*counter).adjust(tx, uid, amount, actor, now); err != nil {
+		if _, err := s.resources[t].(*counter).adjustUntil(tx, uid, amount, until, actor, now); err != nil {
 			return err
 		}
+		detail := fmt.Sprintf("%s +%d", asset, amount)
+		if until != nil {
+			detail += ", valid until " + until.Format(time.RFC3339)
+		}
 		if err := auditIn(tx, &AuditEntry{Actor: actor, Action: "credit", Target: "account:" + uid, Outcome: "ok",
-			Detail: fmt.Sprintf("%s +%d", asset, amount)}, now); err != nil {
+			Detail: detail}, now); err != nil {
 			return err
 		}
 		return tx.Where("uid = ? AND asset = ?", uid, asset).Take(&out).Error

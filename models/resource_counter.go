@@ -36,10 +36,19 @@ type counter struct {
 	side string
 	// userKeyed: a key is a user's id, and an order holds only its own.
 	userKeyed bool
+	// expires: each row has an expiry (points): the table's expire_at, NULL
+	// for never, and the ledger's expire_before and expire_after. A LOCK of
+	// a row past its expiry is refused with expired; a RELEASE or REFUND
+	// moves the expiry as the Store's points policy says (returnedExpiry).
+	expires bool
+	expired *Error
 }
 
+// counterRow is a key's row: its three columns and, on a counter that
+// expires, its expiry (nil: never, and always on other counters).
 type counterRow struct {
 	Avail, Held, Spent int64
+	Expire             *time.Time
 }
 
 func (c *counter) Type() ResourceType { return c.typ }
@@ -94,8 +103,8 @@ func (c *counter) read(db *gorm.DB, key string) (counterRow, bool, error) {
 
 func (c *counter) row(db *gorm.DB, key, lock string) (counterRow, bool, error) {
 	var rows []counterRow
-	q := fmt.Sprintf("SELECT %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s%s",
-		c.avail, c.held, c.spent, c.table, c.where(), lock)
+	q := fmt.Sprintf("SELECT %s AS avail, %s AS held, %s AS spent%s FROM %s WHERE %s%s",
+		c.avail, c.held, c.spent, c.expireCol(), c.table, c.where(), lock)
 	if err := db.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
 		return counterRow{}, false, err
 	}
@@ -103,6 +112,38 @@ func (c *counter) row(db *gorm.DB, key, lock string) (counterRow, bool, error) {
 		return counterRow{}, false, nil
 	}
 	return rows[0], true, nil
+}
+
+// expireCol is the expiry in a select list of the table, or "".
+func (c *counter) expireCol() string {
+	if c.expires {
+		return ", expire_at AS expire"
+	}
+	return ""
+}
+
+// returnedExpiry is a row's expiry after an op: a RELEASE or a REFUND gives
+// the amount back, and under the extend policy the expiry moves to at
+// least now + ExtendDays; under keep, and for every other op, it stays. An
+// expiry of nil (never) stays nil.
+func (c *counter) returnedExpiry(kind FlowType, expire *time.Time, now time.Time) *time.Time {
+	floor, extend := c.extendFloor(now)
+	if !extend || expire == nil || (kind != FlowRelease && kind != FlowRefund) {
+		return expire
+	}
+	if expire.Before(floor) {
+		return &floor
+	}
+	return expire
+}
+
+// extendFloor is, on a counter that expires under the extend policy, the
+// least expiry that what comes back at now gets.
+func (c *counter) extendFloor(now time.Time) (time.Time, bool) {
+	if !c.expires || c.s.points.Expiry != CouponExtend {
+		return time.Time{}, false
+	}
+	return now.Add(time.Duration(c.s.points.ExtendDays) * 24 * time.Hour), true
 }
 
 func (c *counter) Apply(tx *gorm.DB, op Op) error {
@@ -139,23 +180,34 @@ func (c *counter) Apply(tx *gorm.DB, op Op) error {
 	after.Avail += dAvail
 	after.Held += dHeld
 	after.Spent += dSpent
+	after.Expire = c.returnedExpiry(op.Kind, before.Expire, op.Now)
 	if err := c.insertFlow(tx, op, before, after); err != nil {
 		return err
+	}
+	if op.Kind == FlowLock && before.Expire != nil && !before.Expire.After(op.Now) {
+		return fmt.Errorf("%w: %s %s expired at %s, order %s asks %d", c.expired, c.typ, op.Key,
+			before.Expire.Format(time.RFC3339), op.OrderNo, op.Qty)
 	}
 	if op.Kind == FlowLock && before.Avail < op.Qty {
 		return fmt.Errorf("%w: %s %s has %d, order %s asks %d", c.short, c.typ, op.Key, before.Avail, op.OrderNo, op.Qty)
 	}
-	if err := c.move(tx, op.Key, guard, op.Qty, dAvail, dHeld, dSpent, op.Now); err != nil {
+	if err := c.move(tx, op.Key, guard, op.Qty, dAvail, dHeld, dSpent, after.Expire, op.Now); err != nil {
 		return fmt.Errorf("%w: %s %s, order %s, %s %d", err, c.typ, op.Key, op.OrderNo, op.Kind, op.Qty)
 	}
 	return nil
 }
 
 // move is the conditional update: it changes the row only while guard >= need.
-func (c *counter) move(tx *gorm.DB, key, guard string, need, dAvail, dHeld, dSpent int64, now time.Time) error {
-	q := fmt.Sprintf("UPDATE %s SET %s = %s + ?, %s = %s + ?, %s = %s + ?, updated_at = ? WHERE %s AND %s >= ?",
-		c.table, c.avail, c.avail, c.held, c.held, c.spent, c.spent, c.where(), guard)
-	args := append([]any{dAvail, dHeld, dSpent, now}, c.keyArgs(key)...)
+// On a counter that expires it sets the expiry too, to expire (the caller
+// holds the row's lock and worked it out from what it read).
+func (c *counter) move(tx *gorm.DB, key, guard string, need, dAvail, dHeld, dSpent int64, expire *time.Time, now time.Time) error {
+	set, args := "", []any{dAvail, dHeld, dSpent}
+	if c.expires {
+		set, args = ", expire_at = ?", append(args, expire)
+	}
+	q := fmt.Sprintf("UPDATE %s SET %s = %s + ?, %s = %s + ?, %s = %s + ?%s, updated_at = ? WHERE %s AND %s >= ?",
+		c.table, c.avail, c.avail, c.held, c.held, c.spent, c.spent, set, c.where(), guard)
+	args = append(append(args, now), c.keyArgs(key)...)
 	res := tx.Exec(q, append(args, need)...)
 	if res.Error != nil {
 		return res.Error
@@ -178,8 +230,16 @@ func (c *counter) insertFlow(tx *gorm.DB, op Op, before, after counterRow) error
 }
 
 // adjust adds delta to available (set-up and corrections) with an ADJUST
-// row; the row is created first when missing.
+// row; the row is created first when missing. It leaves the expiry as it is.
 func (c *counter) adjust(tx *gorm.DB, key string, delta int64, actor string, now time.Time) (counterRow, error) {
+	return c.adjustUntil(tx, key, delta, nil, actor, now)
+}
+
+// adjustUntil is adjust that, on a counter that expires, with a non-nil
+// until, moves the expiry to until if that is later (rolling): a row that
+// never expires keeps never, unless it holds nothing available or frozen,
+// when until simply becomes its expiry.
+func (c *counter) adjustUntil(tx *gorm.DB, key string, delta int64, until *time.Time, actor string, now time.Time) (counterRow, error) {
 	before, found, err := c.lock(tx, key)
 	if err != nil {
 		return counterRow{}, err
@@ -198,6 +258,11 @@ func (c *counter) adjust(tx *gorm.DB, key string, delta int64, actor string, now
 	}
 	after := before
 	after.Avail += delta
+	if c.expires && until != nil {
+		if before.Expire == nil && before.Avail+before.Held == 0 || before.Expire != nil && before.Expire.Before(*until) {
+			after.Expire = until
+		}
+	}
 	op := Op{Kind: FlowAdjust, Key: key, Qty: delta, Trigger: TriggerSetup, Actor: actor, Now: now}
 	if err := c.insertFlow(tx, op, before, after); err != nil {
 		return counterRow{}, err
@@ -206,7 +271,7 @@ func (c *counter) adjust(tx *gorm.DB, key string, delta int64, actor string, now
 	if delta < 0 {
 		need = -delta
 	}
-	if err := c.move(tx, key, guard, need, delta, 0, 0, now); err != nil {
+	if err := c.move(tx, key, guard, need, delta, 0, 0, after.Expire, now); err != nil {
 		return counterRow{}, err
 	}
 	return after, nil
@@ -349,7 +414,8 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-// maxFlowRows bounds the rows of one ledger insert (14 values each).
+// maxFlowRows bounds the rows of one ledger insert (14 values each, 16 on
+// a counter that expires).
 const maxFlowRows = 500
 
 // releaseMany gives back what ops hold (RELEASEs of this counter, sorted by
@@ -362,6 +428,12 @@ const maxFlowRows = 500
 // What these statements cannot settle, a key missing, too little held, a
 // ledger row already there, returns errTryEach: the transaction must roll
 // back, and each op is tried alone, where its own error says which and why.
+//
+// On a counter that expires, each op's row states the expiry before and
+// after it, chained as one by one: the first of a key's ops states what
+// the policy made of the key's expiry, the next ones start from that (and,
+// all taken at the batch's one now, leave it as it is); the update sets
+// what the last one states. The ops of one batch share its now (ops[0].Now).
 func (c *counter) releaseMany(tx *gorm.DB, ops []Op) error {
 	keys := make([]string, 0, len(ops))
 	for i, op := range ops {
@@ -386,6 +458,7 @@ func (c *counter) releaseMany(tx *gorm.DB, ops []Op) error {
 		after := before
 		after.Held -= op.Qty
 		after.Avail += op.Qty
+		after.Expire = c.returnedExpiry(op.Kind, before.Expire, ops[0].Now)
 		cur[op.Key] = after
 		sums[op.Key] += op.Qty
 		flows[i] = flowRow{op: op, before: before, after: after}
@@ -420,19 +493,20 @@ func (c *counter) lockMany(tx *gorm.DB, keys []string) (map[string]counterRow, e
 	var rows []struct {
 		Key                string
 		Avail, Held, Spent int64
+		Expire             *time.Time
 	}
 	where, args := c.key+" IN ?", []any{keys}
 	if c.fixedCol != "" {
 		where, args = where+" AND "+c.fixedCol+" = ?", append(args, c.fixedVal)
 	}
-	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent FROM %s WHERE %s ORDER BY %s%s%s",
-		c.key, c.avail, c.held, c.spent, c.table, where, c.key, c.s.byteOrder(), c.s.forUpdate())
+	q := fmt.Sprintf("SELECT %s AS key, %s AS avail, %s AS held, %s AS spent%s FROM %s WHERE %s ORDER BY %s%s%s",
+		c.key, c.avail, c.held, c.spent, c.expireCol(), c.table, where, c.key, c.s.byteOrder(), c.s.forUpdate())
 	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make(map[string]counterRow, len(rows))
 	for _, r := range rows {
-		out[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+		out[r.Key] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent, Expire: r.Expire}
 	}
 	return out, nil
 }
@@ -450,10 +524,14 @@ func (c *counter) insertFlows(tx *gorm.DB, rows []flowRow) (int64, error) {
 	if c.fixedCol != "" {
 		keyCols += ", " + c.fixedCol
 	}
+	expCols := ""
+	if c.expires {
+		expCols = ", expire_before, expire_after"
+	}
 	var q strings.Builder
 	fmt.Fprintf(&q, `INSERT INTO %s (order_no, %s, type, epoch, trigger_type, qty,
-		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at) VALUES `,
-		c.ledger, keyCols)
+		avail_before, avail_after, held_before, held_after, spent_before, spent_after, actor, created_at%s) VALUES `,
+		c.ledger, keyCols, expCols)
 	var args []any
 	for i, r := range rows {
 		vals := []any{nilIfEmpty(r.op.OrderNo), r.op.Key}
@@ -462,6 +540,9 @@ func (c *counter) insertFlows(tx *gorm.DB, rows []flowRow) (int64, error) {
 		}
 		vals = append(vals, r.op.Kind, r.op.Epoch, r.op.Trigger, r.op.Qty, r.before.Avail, r.after.Avail,
 			r.before.Held, r.after.Held, r.before.Spent, r.after.Spent, r.op.Actor, r.op.Now)
+		if c.expires {
+			vals = append(vals, r.before.Expire, r.after.Expire)
+		}
 		if i > 0 {
 			q.WriteString(", ")
 		}
@@ -475,7 +556,9 @@ func (c *counter) insertFlows(tx *gorm.DB, rows []flowRow) (int64, error) {
 
 // releaseSums moves each key's sum from held to available in one guarded
 // update, and returns how many keys it moved: a key whose held amount is
-// below its sum is left as it was.
+// below its sum is left as it was. On a counter that expires, under the
+// extend policy, the update moves each expiry as returnedExpiry does:
+// never stays never, an earlier one becomes now + ExtendDays.
 func (c *counter) releaseSums(tx *gorm.DB, keys []string, sums map[string]int64, now time.Time) (int64, error) {
 	var q strings.Builder
 	q.WriteString("WITH v(k, d) AS (VALUES ")
@@ -487,8 +570,13 @@ func (c *counter) releaseSums(tx *gorm.DB, keys []string, sums map[string]int64,
 		q.WriteString("(?, CAST(? AS BIGINT))")
 		args = append(args, k, sums[k])
 	}
-	fmt.Fprintf(&q, ") UPDATE %[1]s SET %[2]s = %[2]s - v.d, %[3]s = %[3]s + v.d, updated_at = ? FROM v WHERE %[1]s.%[4]s = v.k AND %[1]s.%[2]s >= v.d",
-		c.table, c.held, c.avail, c.key)
+	expire := ""
+	if floor, extend := c.extendFloor(now); extend {
+		expire = ", expire_at = CASE WHEN expire_at IS NULL THEN NULL WHEN expire_at < ? THEN ? ELSE expire_at END"
+		args = append(args, floor, floor)
+	}
+	fmt.Fprintf(&q, ") UPDATE %[1]s SET %[2]s = %[2]s - v.d, %[3]s = %[3]s + v.d%[5]s, updated_at = ? FROM v WHERE %[1]s.%[4]s = v.k AND %[1]s.%[2]s >= v.d",
+		c.table, c.held, c.avail, c.key, expire)
 	args = append(args, now)
 	if c.fixedCol != "" {
 		fmt.Fprintf(&q, " AND %s.%s = ?", c.table, c.fixedCol)

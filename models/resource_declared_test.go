@@ -95,7 +95,7 @@ func TestDeclaredCounter(t *testing.T) {
 				if err != nil || !found {
 					t.Fatalf("%s %s: found %v, %v", c.typ, key, found, err)
 				}
-				if w := (counterRow{avail, held, spent}); got != w {
+				if w := (counterRow{Avail: avail, Held: held, Spent: spent}); got != w {
 					t.Fatalf("%s %s = %+v, want %+v", c.typ, key, got, w)
 				}
 			}
@@ -277,7 +277,7 @@ func TestDeclaredCounter(t *testing.T) {
 				t.Errorf("o-1's RELEASE row = %+v", r)
 			}
 			sums, _, err := wrap.ledgerSums(ctx, s.R)
-			if wantSums := map[string]counterRow{"k1": {10, 0, 0}, "k2": {5, 0, 0}}; err != nil || !reflect.DeepEqual(sums, wantSums) {
+			if wantSums := map[string]counterRow{"k1": {Avail: 10}, "k2": {Avail: 5}}; err != nil || !reflect.DeepEqual(sums, wantSums) {
 				t.Errorf("gift_wrap ledger sums = %v, %v; want %v", sums, err, wantSums)
 			}
 

@@ -18,7 +18,7 @@ import (
 // a new migration.
 func TestPostgresReplicaRoleCannotBypassAppendOnly(t *testing.T) {
 	t.Parallel()
-	b, _ := openAt(t, models.Postgres, 0)
+	b, _ := openDSN(t, models.Postgres)
 	withEveryFlow(t, b)
 	var super bool
 	must(t, func() error {

@@ -132,6 +132,7 @@ var commonText = text{
 	"code.COUPON_UNAVAILABLE":   {"优惠券不可用", "COUPON_UNAVAILABLE"},
 	"code.INSUFFICIENT_BALANCE": {"余额不足", "INSUFFICIENT_BALANCE"},
 	"code.INSUFFICIENT_POINTS":  {"积分不足", "INSUFFICIENT_POINTS"},
+	"code.POINTS_EXPIRED":       {"积分已过期", "POINTS_EXPIRED"},
 	"code.QUOTA_EXHAUSTED":      {"活动名额已满", "QUOTA_EXHAUSTED"},
 	"code.SLOT_TAKEN":           {"座位/时段已被占用", "SLOT_TAKEN"},
 	"code.ORDER_NOT_CLOSABLE":   {"订单不可关闭", "ORDER_NOT_CLOSABLE"},

@@ -82,6 +82,11 @@ var ledgerText = text{
 	"bal.no.account":   {"这个用户还没有账户（没有充值过余额或积分）。检查用户 ID 是否完整。", "This user has no account yet (never credited with balance or points). Check the user id."},
 	"bal.frozen.help":  {"冻结 = 待支付订单占用、尚未释放或扣减的部分。可用 + 冻结 + 已用 = 累计充值。", "Frozen is what unpaid orders hold, not yet released or deducted. Available + frozen + spent = everything credited."},
 	"bal.ledger":       {"账户流水（新的在前）", "Account ledger (newest first)"},
+	"bal.expire":       {"积分有效期至", "Points valid until"},
+	"bal.expire.never": {"永久有效", "never expire"},
+	"bal.expired.now":  {"（已过期：冻结不了，续期后才能再用）", "(expired: cannot be frozen until the expiry is pushed out)"},
+	"bal.expire.help":  {"积分按账户整体过期。订单关闭释放或整单退款退回积分时，按配置的策略处理有效期：延长（至少到退回时刻加 N 天）或保持不变；每条积分流水都记下变动前后的有效期。", "Points expire account by account. When a closed order's release or a whole refund gives points back, the configured policy decides their expiry: extend (to at least N days from then) or keep it; every points ledger row records the expiry before and after."},
+	"bal.expire.move":  {"有效期（前 → 后）", "Expiry (before → after)"},
 
 	"report.title":    {"流水日报", "Daily ledger report"},
 	"report.range":    {"%s 至 %s（%s）", "%s to %s (%s)"},

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v5"
 
@@ -17,6 +18,9 @@ type assetView struct {
 	Available int64 `json:"available"`
 	Frozen    int64 `json:"frozen"`
 	Spent     int64 `json:"spent"`
+	// ExpireAt is when the points expire; absent when they never do, and
+	// always for the balance.
+	ExpireAt *time.Time `json:"expire_at,omitempty"`
 }
 
 // newAccountView shows every asset, with zeros for one the account lacks.
@@ -24,7 +28,7 @@ func newAccountView(uid string, assets map[models.Asset]models.AccountAsset) acc
 	v := accountView{UID: uid, Assets: map[models.Asset]assetView{}}
 	for _, a := range []models.Asset{models.AssetBalance, models.AssetPoints} {
 		got := assets[a]
-		v.Assets[a] = assetView{Available: got.Available, Frozen: got.Frozen, Spent: got.Spent}
+		v.Assets[a] = assetView{Available: got.Available, Frozen: got.Frozen, Spent: got.Spent, ExpireAt: got.ExpireAt}
 	}
 	return v
 }
@@ -32,6 +36,9 @@ func newAccountView(uid string, assets map[models.Asset]models.AccountAsset) acc
 type creditBody struct {
 	Asset  string `json:"asset"`
 	Amount int64  `json:"amount"`
+	// ExpireAt (RFC 3339, POINTS only) is when the credited points expire:
+	// the account's expiry moves to it if that is later.
+	ExpireAt string `json:"expire_at,omitempty"`
 }
 
 // creditAccount adds to a user's available balance or points.
@@ -49,7 +56,16 @@ func (s *server) creditAccount(c *echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if _, err := s.store.Credit(ctx, uid, asset, body.Amount, actor(c)); err != nil {
+	if body.ExpireAt == "" {
+		_, err = s.store.Credit(ctx, uid, asset, body.Amount, actor(c))
+	} else {
+		until, perr := time.Parse(time.RFC3339, body.ExpireAt)
+		if perr != nil {
+			return invalidf("expire_at must be an RFC 3339 time such as 2026-12-31T23:59:59Z, not %q", body.ExpireAt)
+		}
+		_, err = s.store.CreditUntil(ctx, uid, asset, body.Amount, until, actor(c))
+	}
+	if err != nil {
 		return err
 	}
 	assets, err := s.store.GetAccount(ctx, uid)

@@ -105,7 +105,7 @@ var apiOps = map[string]apiOp{
 		Body: createCouponBody{}, Status: http.StatusCreated, Resp: couponView{}, Errors: []int{400, 415}},
 	"GET /api/v1/coupons/:coupon_id": {Summary: "Read a coupon",
 		Status: http.StatusOK, Resp: couponView{}, Errors: []int{400, 404}},
-	"POST /api/v1/accounts/:uid/credit": {Summary: "Add to a user's available balance or points",
+	"POST /api/v1/accounts/:uid/credit": {Summary: "Add to a user's available balance or points; expire_at (POINTS only, in the future) moves the points' expiry to it if later",
 		Body: creditBody{}, Status: http.StatusOK, Resp: accountView{}, Errors: []int{400, 409, 415}},
 	"GET /api/v1/accounts/:uid": {Summary: "Read a user's balance and points",
 		Status: http.StatusOK, Resp: accountView{}, Errors: []int{400}},

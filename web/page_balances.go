@@ -62,7 +62,7 @@ func accountRows(as []models.AccountAsset) []views.AccountRow {
 	out := make([]views.AccountRow, 0, len(as))
 	for _, a := range as {
 		out = append(out, views.AccountRow{UID: a.UID, Asset: string(a.Asset), Available: a.Available,
-			Frozen: a.Frozen, Spent: a.Spent, UpdatedAt: a.UpdatedAt})
+			Frozen: a.Frozen, Spent: a.Spent, ExpireAt: a.ExpireAt, UpdatedAt: a.UpdatedAt})
 	}
 	return out
 }

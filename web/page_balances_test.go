@@ -106,3 +106,67 @@ func TestBalancesPages(t *testing.T) {
 		}
 	})
 }
+
+// The points card says until when the points are valid, and that they have
+// expired once that passed; a release under the default policy (extend by
+// 3 days) moves the expiry, and its ledger row shows before → after while
+// the balance rows show none. Breaks if the page hides the expiry or the
+// row's move.
+func TestBalancesPointsExpiry(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		start := b.clock.Now()
+		day := 24 * time.Hour
+		_, err := b.s.SetStock(b.ctx, "sku-1", 5, 0, "ops:1")
+		try(t, "stock", err)
+		_, err = b.s.CreditUntil(b.ctx, "u1", models.AssetPoints, 500, start.Add(day), "ops:1")
+		try(t, "credit", err)
+		_, err = b.s.Credit(b.ctx, "u1", models.AssetBalance, 1000, "ops:1")
+		try(t, "credit", err)
+		_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
+			Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 300}, {Asset: models.AssetPoints, Amount: 20}}})
+		try(t, "place", err)
+		_, err = b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "user:u1")
+		try(t, "close", err)
+		stamp := func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05") }
+
+		valid := getPageBoth(t, b, "/balances?user=u1", "UTC", http.StatusOK)
+		if cell, _ := testidText(valid, "bal-POINTS-expire"); !strings.Contains(cell, stamp(start.Add(day))) {
+			t.Fatalf("points expiry cell %q, want %s", cell, stamp(start.Add(day)))
+		}
+		requireElement(t, valid, "bal-POINTS-expired", false)
+
+		b.clock.Advance(2 * day)
+		expired := getPageBoth(t, b, "/balances?user=u1", "UTC", http.StatusOK)
+		requireElement(t, expired, "bal-POINTS-expired", true)
+
+		drain(t, b)
+		extended := start.Add(2 * day).Add(3 * day)
+		body := getPageBoth(t, b, "/balances?user=u1", "UTC", http.StatusOK)
+		requireElement(t, body, "bal-POINTS-expired", false)
+		if cell, _ := testidText(body, "bal-POINTS-expire"); !strings.Contains(cell, stamp(extended)) {
+			t.Fatalf("points expiry cell after the release %q, want %s", cell, stamp(extended))
+		}
+		rows := ledRows(body, "flow-")
+		if len(rows) != 6 {
+			t.Fatalf("%d ledger rows, want 6", len(rows))
+		}
+		var releases int
+		for _, r := range rows {
+			row := ledElement(body, r)
+			switch {
+			case strings.Contains(row, "积分") && strings.Contains(row, "释放"):
+				releases++
+				if want := stamp(start.Add(day)) + " → <strong>" + stamp(extended) + "</strong>"; !strings.Contains(row, want) {
+					t.Fatalf("points release row lacks %q:\n%s", want, row)
+				}
+			case strings.Contains(row, "元"):
+				if !strings.Contains(row, `data-testid="ledger-expiry"><span class="muted">—</span>`) {
+					t.Fatalf("balance row shows an expiry:\n%s", row)
+				}
+			}
+		}
+		if releases != 1 {
+			t.Fatalf("%d points release rows, want 1", releases)
+		}
+	})
+}

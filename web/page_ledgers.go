@@ -69,6 +69,7 @@ func (s *server) ledgerFlowRows(flows []models.Flow) []views.LedgerFlowRow {
 			r.OrderNo = *f.OrderNo
 		}
 		r.Asset = s.store.Side(f.ResourceType)
+		r.ExpireBefore, r.ExpireAfter, r.Expires = f.ExpireBefore, f.ExpireAfter, f.ResourceType == models.ResPoints
 		out = append(out, r)
 	}
 	return out
