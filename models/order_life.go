@@ -704,12 +704,19 @@ func (c *lifeCtx) giveBack(whole bool, line func(Hold) error) (OrderStatus, erro
 			}
 			continue
 		}
-		n := h.Deducted - h.Refunded
-		if !whole || n <= 0 {
+		if !whole {
 			continue
 		}
 		if _, remote := c.s.remotes[h.ResourceType]; remote {
-			kept = append(kept, fmt.Sprintf("%s %s", h.ResourceType, h.BizKey))
+			// Deducted, or still to be by its DEDUCT task: either way the
+			// service keeps it.
+			if h.Qty-h.Released > 0 {
+				kept = append(kept, fmt.Sprintf("%s %s", h.ResourceType, h.BizKey))
+			}
+			continue
+		}
+		n := h.Deducted - h.Refunded
+		if n <= 0 {
 			continue
 		}
 		if err := c.resourceOp(h.ResourceType, FlowRefund, h.BizKey, n); err != nil {
