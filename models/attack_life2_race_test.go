@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"unhold/models"
 )
@@ -192,9 +193,13 @@ func TestAttackLife2PaymentLineCancelRaces(t *testing.T) {
 
 // A late payment of an order with a line deducted at payment (closed by
 // its timeout, its other holds released by the worker) racing a placement
-// of the same user on the same resources, many times: neither fails for
-// the database's sake (a deadlock, a serialization failure); the late
-// payment ends PAID or REFUND_PENDING, the placement passes.
+// and a payment of other orders of the same user on the same resources,
+// many times: none fails for the database's sake (a deadlock, a
+// serialization failure); the late payment ends PAID (nothing is short),
+// the placement and the payment pass. The payment takes the same line
+// deducted at payment and the same points: a late payment taking its lines
+// after its tasks (points before sku-p) would lock the two the other way
+// round.
 func TestAttackLife2LatePaymentRacesPlacement(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.shop(t)
@@ -205,9 +210,11 @@ func TestAttackLife2LatePaymentRacesPlacement(t *testing.T) {
 				Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 10}, {Asset: models.AssetPoints, Amount: 10}}}
 		}
 		for i := range 5 {
-			late, next := fmt.Sprintf("o-late%d", i), fmt.Sprintf("o-next%d", i)
-			if _, _, err := b.s.PlaceOrder(b.ctx, req(late)); err != nil {
-				t.Fatal(err)
+			late, next, paid := fmt.Sprintf("o-late%d", i), fmt.Sprintf("o-next%d", i), fmt.Sprintf("o-paid%d", i)
+			for _, no := range []string{late, paid} {
+				if _, _, err := b.s.PlaceOrder(b.ctx, req(no)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if _, err := b.s.CloseOrder(b.ctx, late, models.TriggerTimeout, "system"); err != nil {
 				t.Fatal(err)
@@ -221,22 +228,26 @@ func TestAttackLife2LatePaymentRacesPlacement(t *testing.T) {
 			}, func() error {
 				_, _, err := b.s.PlaceOrder(b.ctx, req(next))
 				return err
+			}, func() error {
+				_, err := b.s.PayOrder(b.ctx, paid, "txn-"+paid)
+				return err
 			})
-			if ok, others := countOK(errs); ok != 2 {
+			if ok, others := countOK(errs); ok != 3 {
 				t.Fatalf("round %d: %v", i, others)
 			}
-			if pay.Status != models.OrderPaid && pay.Status != models.OrderRefundPending {
-				t.Fatalf("round %d: late payment %+v", i, pay)
+			if pay.Status != models.OrderPaid {
+				t.Fatalf("round %d: late payment %+v, want PAID", i, pay)
+			}
+			if res, err := b.s.Refund(b.ctx, paid, "rf-"+paid, nil, "", "cs"); err != nil || res.Status != models.OrderRefunded {
+				t.Fatalf("round %d: whole refund of the paid order: %+v, %v", i, res, err)
 			}
 			// The next round's placement and refunds: give back what was
 			// taken, so the shop does not run dry.
 			if _, err := b.s.CloseOrder(b.ctx, next, models.TriggerTimeout, "system"); err != nil {
 				t.Fatal(err)
 			}
-			if pay.Status == models.OrderPaid {
-				if res, err := b.s.Refund(b.ctx, late, "rf-"+late, nil, "", "cs"); err != nil || res.Status != models.OrderRefunded {
-					t.Fatalf("round %d: whole refund of the late-paid order: %+v, %v", i, res, err)
-				}
+			if res, err := b.s.Refund(b.ctx, late, "rf-"+late, nil, "", "cs"); err != nil || res.Status != models.OrderRefunded {
+				t.Fatalf("round %d: whole refund of the late-paid order: %+v, %v", i, res, err)
 			}
 			b.drain(t, "w")
 		}
@@ -244,5 +255,64 @@ func TestAttackLife2LatePaymentRacesPlacement(t *testing.T) {
 			t.Fatalf("balance %v, points %v, want all back", bal, pts)
 		}
 		b.reconcileQuiet(t, "after late payments racing placements")
+	})
+}
+
+// A late payment and a payment of another order of the same user, both
+// taking sku-p (deducted at payment) and points, on PostgreSQL, ordered by
+// a third transaction that holds the points row: the late payment queues
+// for points first, then the payment. Taking locks as placement does
+// (sku-p before points) the late payment already holds sku-p, the payment
+// waits behind it, and both pass once the points are free. Breaks if the
+// late payment took its lines after its tasks (points before sku-p): the
+// payment would take sku-p and wait for points, the late payment get the
+// points and wait for sku-p, and PostgreSQL would abort one as a
+// deadlock.
+func TestAttackLife2LatePaymentLockOrderPG(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		if b.s.Dialect != models.Postgres {
+			t.Skip("SQLite runs one write at a time")
+		}
+		b.shop(t)
+		payModelSKU(t, b, "sku-p", 100)
+		place := func(no string, items ...models.Item) {
+			t.Helper()
+			if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: "u1", Items: items,
+				Freeze: []models.Freeze{{Asset: models.AssetPoints, Amount: 10}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		place("o-l", models.Item{SkuID: "sku-1", Qty: 1}, models.Item{SkuID: "sku-p", Qty: 1})
+		if _, err := b.s.CloseOrder(b.ctx, "o-l", models.TriggerTimeout, "system"); err != nil {
+			t.Fatal(err)
+		}
+		b.drain(t, "w")
+		place("o-p", models.Item{SkuID: "sku-p", Qty: 1})
+
+		blocker := b.s.W.Begin()
+		must(t, func() error {
+			return blocker.Exec("SELECT uid FROM accounts WHERE uid = 'u1' AND asset = 'POINTS' FOR UPDATE").Error
+		})
+		errL, errP := make(chan error, 1), make(chan error, 1)
+		var late models.PayResult
+		go func() {
+			var err error
+			late, err = b.s.PayOrder(b.ctx, "o-l", "txn-l")
+			errL <- err
+		}()
+		time.Sleep(500 * time.Millisecond)
+		go func() {
+			_, err := b.s.PayOrder(b.ctx, "o-p", "txn-p")
+			errP <- err
+		}()
+		time.Sleep(500 * time.Millisecond)
+		must(t, func() error { return blocker.Commit().Error })
+		if err := <-errL; err != nil || late.Status != models.OrderPaid {
+			t.Errorf("late payment: %+v, %v; want PAID", late, err)
+		}
+		if err := <-errP; err != nil {
+			t.Errorf("payment: %v", err)
+		}
+		b.reconcileQuiet(t, "after the late payment and the payment")
 	})
 }
