@@ -101,3 +101,41 @@ func TestAttackLife2CancelHostileInput(t *testing.T) {
 		}
 	})
 }
+
+// The order page of the new shapes, in both languages: an order without
+// lines refunded whole, an order given back whole through a return, and a
+// paid order whose line deducted at payment was cancelled to 0. Each
+// renders (200) with its life section. Breaks if a page failed on a line
+// that orders nothing or on an order with no lines.
+func TestAttackLife2PagesOfWholeOrders(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := seedShopAPI(t, b)
+		must[skuJSON](t, b, http.StatusOK, "PUT", "/api/v1/skus/sku-p", `{"available":5,"deduct_at":"payment"}`)
+		must[placeJSON](t, b, http.StatusCreated, "POST", "/api/v1/orders",
+			`{"order_no":"o-seat","user_id":"u1","holds":[{"type":"slot","key":"seat-1","qty":1}],"coupon_ids":[`+fmt.Sprint(cp)+`]}`)
+		must[models.PayResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-seat/pay", `{"channel_txn_id":"t-seat"}`)
+		if res := must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-seat/refunds", `{"refund_id":"rf-seat"}`); res.Status != models.OrderRefunded {
+			t.Fatalf("refund of an order without lines: %+v", res)
+		}
+		must[placeJSON](t, b, http.StatusCreated, "POST", "/api/v1/orders",
+			`{"order_no":"o-ret","user_id":"u1","items":[{"sku_id":"sku-1","qty":1},{"sku_id":"sku-p","qty":2}]}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-ret/lines/sku-p/cancel", `{"qty":2,"cancel_id":"c-0"}`)
+		must[models.PayResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-ret/pay", `{"channel_txn_id":"t-ret"}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-ret/ship", `{"shipment_id":"sh-r","lines":[{"sku_id":"sku-1","qty":1}]}`)
+		must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/orders/o-ret/returns", `{"return_id":"ret-r","lines":[{"sku_id":"sku-1","qty":1}]}`)
+		if res := must[models.LifeResult](t, b, http.StatusOK, "POST", "/api/v1/returns/ret-r/inbound", `{"lines":[{"sku_id":"sku-1","qty":1,"restock":true}]}`); res.Status != models.OrderReturned {
+			t.Fatalf("inbound of the last return: %+v", res)
+		}
+		for _, no := range []string{"o-seat", "o-ret"} {
+			body := getPageBoth(t, b, "/orders/"+no, "", http.StatusOK)
+			if testidElement(body, "order-life") == "" {
+				t.Errorf("page of %s has no life section", no)
+			}
+		}
+		zh := markupText(testidElement(getPage(t, b, "/orders/o-ret", false, http.StatusOK), "life-line-sku-p"))
+		if !strings.HasPrefix(zh, "sku-p 0 ") {
+			t.Errorf("line sku-p of o-ret reads %q, want it to order 0", zh)
+		}
+	})
+}
