@@ -116,12 +116,12 @@ func TestAttackLife2LastInboundRacesRefund(t *testing.T) {
 }
 
 // A cancel of a whole line deducted at payment racing the payment and a
-// timeout close, many times: whatever wins, the stock of the line is sold
-// only if the payment came first, the order's other holds end either
-// spent (PAID) or going back (CLOSED), and the books add up. A second
-// cancel of the same line under another id racing the first: only what is
-// ordered can be cancelled (one passes, one is told QTY_EXCEEDED or
-// ORDER_STATUS); the same id sent twice at once is cancelled once.
+// timeout close (by hand, or by the sweep of expired orders), many times:
+// whatever wins, the stock of the line is sold only if the payment came
+// first, and the books add up. A second cancel of the same line under
+// another id racing the first: only what is ordered can be cancelled (one
+// passes, one is told QTY_EXCEEDED or ORDER_STATUS); the same id sent
+// twice at once is cancelled once.
 func TestAttackLife2PaymentLineCancelRaces(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.shop(t)
@@ -150,6 +150,10 @@ func TestAttackLife2PaymentLineCancelRaces(t *testing.T) {
 			}
 			if i%2 == 1 {
 				calls = append(calls, func() error { _, err := b.s.CloseOrder(b.ctx, no, models.TriggerTimeout, "system"); return err })
+			} else {
+				// The sweep of expired orders instead of a close by hand.
+				b.clock.Advance(24 * time.Hour)
+				calls = append(calls, func() error { _, err := b.s.CloseExpired(b.ctx, 10); return err })
 			}
 			errs := race(calls...)
 			for j, err := range errs {
