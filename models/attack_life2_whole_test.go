@@ -284,3 +284,47 @@ func TestAttackLife2InvariantsPendingLineCancelledWhole(t *testing.T) {
 		b.reconcileQuiet(t, "with a line cancelled whole on a PENDING order")
 	})
 }
+
+// An order whose line deducted at placement was cancelled whole before
+// payment (released = qty) is given back whole once the rest comes back:
+// the cancelled line counts as back, the inbound of the last return gives
+// back the other holds, and a refund afterwards finds nothing. Breaks if a
+// line released whole kept the order from being whole.
+func TestAttackLife2WholeReturnWithLineCancelledWhole(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := b.shop(t)
+		payModelSKU(t, b, "sku-p", 10)
+		req := fullOrder("o-cw", cp)
+		req.Items = append(req.Items, models.Item{SkuID: "sku-p", Qty: 1})
+		if _, _, err := b.s.PlaceOrder(b.ctx, req); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.CancelLine(b.ctx, "o-cw", "sku-2", 1, 0, "", "", "user:u1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.PayOrder(b.ctx, "o-cw", "txn-cw"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.Ship(b.ctx, "o-cw", "s-cw", lines("sku-1", 2, "sku-p", 1), "wms"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.s.Return(b.ctx, "o-cw", "r-cw", lines("sku-1", 2, "sku-p", 1), "", "cs"); err != nil {
+			t.Fatal(err)
+		}
+		b.othersBack(t, cp, false)
+		res, err := b.s.Inbound(b.ctx, "r-cw", []models.LineQty{inbound("sku-1", 2, true), inbound("sku-p", 1, true)}, "wms")
+		if err != nil || res.Status != models.OrderReturned {
+			t.Fatalf("inbound: %+v, %v; want RETURNED", res, err)
+		}
+		b.othersBack(t, cp, true)
+		if _, err := b.s.Refund(b.ctx, "o-cw", "rf-cw", nil, "", "cs"); !errors.Is(err, models.ErrOrderStatus) {
+			t.Fatalf("refund of the RETURNED order: %v, want ORDER_STATUS", err)
+		}
+		for sku, want := range map[string][3]int64{"sku-1": {10, 0, 0}, "sku-2": {5, 0, 0}, "sku-p": {10, 0, 0}} {
+			if got := b.stockOf(t, sku); got != want {
+				t.Errorf("%s = %v, want %v", sku, got, want)
+			}
+		}
+		b.reconcileQuiet(t, "after the whole return")
+	})
+}
