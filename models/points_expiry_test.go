@@ -349,3 +349,44 @@ func TestMigration27PointsExpiry(t *testing.T) {
 		modelstest.CheckInvariants(t, b.s)
 	})
 }
+
+// A late payment takes back the points its order's close gave back, even
+// when they expired meanwhile (policy keep, so the release left the
+// expiry), as it takes back an expired coupon: the customer paid with
+// them. The order ends PAID, not REFUND_PENDING. Breaks if the late
+// payment's lock were refused as a placement's is.
+func TestLatePaymentTakesBackExpiredPoints(t *testing.T) {
+	t.Parallel()
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d, models.Options{Points: models.CouponPolicy{Expiry: models.CouponKeep}})
+			until := b.clock.Now().Add(2 * time.Hour)
+			must(t, func() error {
+				_, err := b.s.CreditUntil(b.ctx, "u1", models.AssetPoints, 500, until, "test")
+				return err
+			})
+			cp := b.shop(t)
+			if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-late", cp)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.s.CloseOrder(b.ctx, "o-late", models.TriggerTimeout, "job"); err != nil {
+				t.Fatal(err)
+			}
+			b.drain(t, "w")
+			b.clock.Advance(3 * time.Hour)
+			pr, err := b.s.PayOrder(b.ctx, "o-late", "txn-late")
+			if err != nil || pr.Status != models.OrderPaid || !pr.Late {
+				t.Fatalf("late payment after the points expired: %+v, %v; want PAID", pr, err)
+			}
+			acc, err := b.s.GetAccount(b.ctx, "u1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pts := acc[models.AssetPoints]; pts.Spent != 100 || pts.Frozen != 0 || pts.Available != 900 {
+				t.Fatalf("points after the late payment: %+v, want 100 spent", pts)
+			}
+			modelstest.CheckInvariants(t, b.s)
+		})
+	}
+}

@@ -37,8 +37,9 @@ type counter struct {
 	// userKeyed: a key is a user's id, and an order holds only its own.
 	userKeyed bool
 	// expires: each row has an expiry (points): the table's expire_at, NULL
-	// for never, and the ledger's expire_before and expire_after. A LOCK of
-	// a row past its expiry is refused with expired; a RELEASE or REFUND
+	// for never, and the ledger's expire_before and expire_after. A
+	// placement's LOCK of a row past its expiry is refused with expired (a
+	// late payment's is not); a RELEASE or REFUND
 	// moves the expiry as the Store's points policy says (returnedExpiry).
 	expires bool
 	expired *Error
@@ -184,7 +185,10 @@ func (c *counter) Apply(tx *gorm.DB, op Op) error {
 	if err := c.insertFlow(tx, op, before, after); err != nil {
 		return err
 	}
-	if op.Kind == FlowLock && before.Expire != nil && !before.Expire.After(op.Now) {
+	// A placement may not freeze expired points; a late payment (epoch 1)
+	// takes back what it gave back, expired or not, as it does a coupon:
+	// the customer paid with them.
+	if op.Kind == FlowLock && op.Epoch == 0 && before.Expire != nil && !before.Expire.After(op.Now) {
 		return fmt.Errorf("%w: %s %s expired at %s, order %s asks %d", c.expired, c.typ, op.Key,
 			before.Expire.Format(time.RFC3339), op.OrderNo, op.Qty)
 	}
