@@ -157,11 +157,8 @@ func (c *couponResource) Apply(tx *gorm.DB, op Op) error {
 // extend its expiry moves to at least now + N days; with keep a coupon past
 // its expiry comes back EXPIRED.
 func (c *couponResource) returned(expire, now time.Time) (CouponStatus, any, time.Time) {
-	if c.s.coupons.Expiry == CouponExtend {
-		floor := now.Add(time.Duration(c.s.coupons.ExtendDays) * 24 * time.Hour)
-		if expire.Before(floor) {
-			expire = floor
-		}
+	if floor, extend := c.s.coupons.extendFloor(now); extend && expire.Before(floor) {
+		expire = floor
 	}
 	if !expire.After(now) {
 		return CouponExpired, nil, expire

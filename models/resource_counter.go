@@ -141,10 +141,10 @@ func (c *counter) returnedExpiry(kind FlowType, expire *time.Time, now time.Time
 // extendFloor is, on a counter that expires under the extend policy, the
 // least expiry that what comes back at now gets.
 func (c *counter) extendFloor(now time.Time) (time.Time, bool) {
-	if !c.expires || c.s.points.Expiry != CouponExtend {
+	if !c.expires {
 		return time.Time{}, false
 	}
-	return now.Add(time.Duration(c.s.points.ExtendDays) * 24 * time.Hour), true
+	return c.s.points.extendFloor(now)
 }
 
 func (c *counter) Apply(tx *gorm.DB, op Op) error {

@@ -254,6 +254,15 @@ type CouponPolicy struct {
 	ExtendDays int
 }
 
+// extendFloor is the least expiry what comes back at now gets under the
+// policy, and whether it extends at all (keep does not).
+func (p CouponPolicy) extendFloor(now time.Time) (time.Time, bool) {
+	if p.Expiry != CouponExtend {
+		return time.Time{}, false
+	}
+	return now.Add(time.Duration(p.ExtendDays) * 24 * time.Hour), true
+}
+
 // DefaultCouponPolicy extends returned coupons to at least three days.
 var DefaultCouponPolicy = CouponPolicy{Expiry: CouponExtend, ExtendDays: 3}
 
