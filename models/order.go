@@ -93,6 +93,10 @@ func (h Hold) ordered() int64 {
 // taken yet; it holds nothing and orders Ordered (0 once cancelled whole).
 func (h Hold) awaitsPayment() bool { return h.DeductAt == DeductAtPayment && h.Qty == 0 }
 
+// takesAtPayment: a line its payment will take stock for, one that awaits
+// payment and still orders something.
+func (h Hold) takesAtPayment() bool { return h.awaitsPayment() && h.Ordered > 0 }
+
 // ReleaseTask is one row of the outbox: give back one held resource.
 type ReleaseTask struct {
 	ID           int64        `json:"id"`

@@ -615,7 +615,7 @@ func (c *lifeCtx) cancelLine() (OrderStatus, error) {
 		return "", err
 	}
 	for _, h := range hs {
-		if h.ResourceType == ResInventory && (h.Outstanding() > 0 || h.awaitsPayment() && h.Ordered > 0) {
+		if h.ResourceType == ResInventory && (h.Outstanding() > 0 || h.takesAtPayment()) {
 			return OrderPending, nil
 		}
 	}

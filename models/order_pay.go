@@ -87,7 +87,7 @@ func (s *Store) deductAll(tx *gorm.DB, orderNo string, trig Trigger, epoch int) 
 	for _, h := range hs {
 		if h.awaitsPayment() {
 			// A line cancelled whole before payment (Ordered 0) takes nothing.
-			if h.Ordered > 0 {
+			if h.takesAtPayment() {
 				if err := s.takeLine(tx, h, o.UserID, trig, epoch); err != nil {
 					return err
 				}

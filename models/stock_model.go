@@ -154,7 +154,7 @@ func (s *Store) awaitingPayment(tx *gorm.DB, orderNo string) ([]Hold, error) {
 		return nil, err
 	}
 	sortHolds(hs)
-	return slices.DeleteFunc(hs, func(h Hold) bool { return !h.awaitsPayment() || h.Ordered == 0 }), nil
+	return slices.DeleteFunc(hs, func(h Hold) bool { return !h.takesAtPayment() }), nil
 }
 
 // takeLine takes the stock of one line deducted at payment, in the
