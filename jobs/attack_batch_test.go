@@ -20,7 +20,7 @@ import (
 // DONE attempt and no DUPLICATE, and the books balance.
 func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		clock := modelstest.NewClock()
 		var mu sync.Mutex
 		tried := map[int64]bool{}
@@ -45,9 +45,6 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 			return s
 		}
 		s1 := open()
-		if _, err := s1.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
 		s2 := open()
 		ctx := context.Background()
 		const orders = 40

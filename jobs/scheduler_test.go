@@ -25,7 +25,7 @@ import (
 // database, as two instances of unhold would.
 func schedTwoStores(t *testing.T, d models.Dialect) (*models.Store, *models.Store) {
 	t.Helper()
-	dsn := modelstest.DSN(t, d)
+	dsn := modelstest.MigratedDSN(t, d)
 	open := func() *models.Store {
 		s, err := models.Open(context.Background(), dsn, models.Options{})
 		if err != nil {
@@ -34,11 +34,7 @@ func schedTwoStores(t *testing.T, d models.Dialect) (*models.Store, *models.Stor
 		t.Cleanup(func() { _ = s.Close() })
 		return s
 	}
-	a := open()
-	if _, err := a.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return a, open()
+	return open(), open()
 }
 
 // schedSpan is one run of a job as the job itself saw it.

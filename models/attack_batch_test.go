@@ -214,7 +214,7 @@ func TestAttackBatchPanicNilEveryTry(t *testing.T) {
 // first with faults, on one clock.
 func twoStores(t *testing.T, d models.Dialect, faults models.FaultFunc) (s1, s2 *models.Store, clock *modelstest.Clock) {
 	t.Helper()
-	dsn := modelstest.DSN(t, d)
+	dsn := modelstest.MigratedDSN(t, d)
 	clock = modelstest.NewClock()
 	open := func(faults models.FaultFunc) *models.Store {
 		s, err := models.Open(context.Background(), dsn, models.Options{Now: clock.Now, Faults: faults, BusyTimeout: 30 * time.Second})
@@ -225,9 +225,6 @@ func twoStores(t *testing.T, d models.Dialect, faults models.FaultFunc) (s1, s2 
 		return s
 	}
 	s1 = open(faults)
-	if _, err := s1.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return s1, open(nil), clock
 }
 

@@ -646,7 +646,7 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock := modelstest.NewClock()
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		var stores []*models.Store
 		for range 2 {
 			s, err := models.Open(t.Context(), dsn, remoteStoreOptions(clock, client, nil))
@@ -654,9 +654,6 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			if _, err := s.Migrate(t.Context()); err != nil {
-				t.Fatal(err)
-			}
 			stores = append(stores, s)
 		}
 		e := remoteEnv{bundle: bundle{s: stores[0], clock: clock, ctx: t.Context(), svc: svc}, client: client}

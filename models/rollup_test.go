@@ -243,7 +243,7 @@ func TestRollupsMatchRows(t *testing.T) {
 func TestRollupConcurrentBatches(t *testing.T) {
 	t.Parallel()
 	clock := modelstest.NewClock()
-	dsn := modelstest.DSN(t, models.Postgres)
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
 	var stores []*models.Store
 	for range 2 {
 		s, err := models.Open(context.Background(), dsn, models.Options{Now: clock.Now})
@@ -252,9 +252,6 @@ func TestRollupConcurrentBatches(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = s.Close() })
 		stores = append(stores, s)
-	}
-	if _, err := stores[0].Migrate(context.Background()); err != nil {
-		t.Fatal(err)
 	}
 	b := bundle{s: stores[0], clock: clock, ctx: context.Background()}
 	// Each order holds its own SKU and its own user's balance, so the

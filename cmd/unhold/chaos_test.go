@@ -100,7 +100,7 @@ type chaosWorker struct {
 
 func newChaosRun(t *testing.T, d models.Dialect, rng *rand.Rand) *chaosRun {
 	t.Helper()
-	dsn := modelstest.DSN(t, d)
+	dsn := modelstest.MigratedDSN(t, d)
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
 	s, err := models.Open(ctx, dsn, models.Options{Logger: quiet})
@@ -108,9 +108,6 @@ func newChaosRun(t *testing.T, d models.Dialect, rng *rand.Rand) *chaosRun {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -18,16 +18,13 @@ import (
 // RetrySchedule says.
 func TestDemoShopSpansAWeek(t *testing.T) {
 	t.Parallel()
-	dsn := modelstest.DSN(t, models.SQLite)
+	dsn := modelstest.MigratedDSN(t, models.SQLite)
 	ctx := context.Background()
 	s, err := models.Open(ctx, dsn, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	now := time.Now().UTC()
 	if _, err := demoShop(ctx, dsn, models.Options{Logger: log}, 1200, now, log); err != nil {

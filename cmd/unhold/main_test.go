@@ -22,16 +22,13 @@ func TestDemoShopHasEveryState(t *testing.T) {
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
-			dsn := modelstest.DSN(t, d)
+			dsn := modelstest.MigratedDSN(t, d)
 			ctx := context.Background()
 			s, err := models.Open(ctx, dsn, models.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			if _, err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
 			st, err := demoShop(ctx, dsn, models.Options{Logger: log}, 1200, time.Now(), log)
 			if err != nil {

@@ -36,16 +36,13 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 	// The test is about sharing and exactly once, not durability: without
 	// a disk flush per commit the run is bound by the CPU, not by the
 	// flushes of 20,000 release transactions.
-	dsn := modelstest.DSN(t, models.Postgres) + "&synchronous_commit=off"
+	dsn := modelstest.MigratedDSN(t, models.Postgres) + "&synchronous_commit=off"
 	ctx := context.Background()
 	s, err := models.Open(ctx, dsn, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
 	closedBacklog(t, s)
 	modelstest.CheckInvariants(t, s)
