@@ -25,9 +25,9 @@ import (
 // name only once it is whole (a rename after the last migration), so a
 // build that dies half way leaves nothing that a later run would take.
 
-// MigrationsHash is a digest of the migration files of one engine, their
+// hashFiles is a digest of the migration files of one engine, their
 // names and contents: the key of the templates made from them.
-func MigrationsHash(fsys fs.FS) (string, error) {
+func hashFiles(fsys fs.FS) (string, error) {
 	h := sha256.New()
 	err := fs.WalkDir(fsys, ".", func(path string, e fs.DirEntry, err error) error {
 		if err != nil || e.IsDir() {
@@ -54,12 +54,12 @@ func migrationsHash(d models.Dialect) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return MigrationsHash(fsys)
+	return hashFiles(fsys)
 }
 
-// TemplateDir is where SQLite templates are kept between test processes:
+// templateDir is where SQLite templates are kept between test processes:
 // one file per set of migrations, about half a megabyte each.
-func TemplateDir() string { return filepath.Join(os.TempDir(), "unhold-test-templates") }
+func templateDir() string { return filepath.Join(os.TempDir(), "unhold-test-templates") }
 
 var sqliteTmpl struct {
 	once sync.Once
@@ -68,10 +68,10 @@ var sqliteTmpl struct {
 }
 
 // sqliteTemplate is the bytes of a migrated SQLite file, read once per
-// process from TemplateDir, made there first if no process has.
+// process from templateDir, made there first if no process has.
 func sqliteTemplate() ([]byte, error) {
 	sqliteTmpl.once.Do(func() {
-		sqliteTmpl.b, sqliteTmpl.err = loadSQLiteTemplate(TemplateDir())
+		sqliteTmpl.b, sqliteTmpl.err = loadSQLiteTemplate(templateDir())
 	})
 	return sqliteTmpl.b, sqliteTmpl.err
 }
@@ -142,7 +142,7 @@ func pgTemplate(base string) (string, error) {
 	if name, ok := pgTmpl.names[base]; ok {
 		return name, nil
 	}
-	name, err := ensurePGTemplate(base)
+	name, err := ensurePGTemplate(base, pgTemplatePrefix)
 	if err != nil {
 		return "", err
 	}
@@ -158,15 +158,17 @@ func pgTemplate(base string) (string, error) {
 // one at once.
 const pgTemplateLock = 0x756e686f6c64 // "unhold"
 
-// PGTemplatePrefix begins the name of every template database.
-const PGTemplatePrefix = "unhold_tmpl_"
+// pgTemplatePrefix begins the name of every template database.
+const pgTemplatePrefix = "unhold_tmpl_"
 
-func ensurePGTemplate(base string) (string, error) {
+// ensurePGTemplate names the template of today's migrations among those
+// whose names begin with prefix, built first if there is none.
+func ensurePGTemplate(base, prefix string) (string, error) {
 	hash, err := migrationsHash(models.Postgres)
 	if err != nil {
 		return "", err
 	}
-	name := PGTemplatePrefix + hash
+	name := prefix + hash
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	admin, err := sql.Open("pgx", base)
@@ -195,7 +197,7 @@ func ensurePGTemplate(base string) (string, error) {
 	if err := buildPGTemplate(ctx, conn, base, name); err != nil {
 		return "", err
 	}
-	retireOldPGTemplates(ctx, conn, name)
+	retireOldPGTemplates(ctx, conn, prefix, name)
 	return name, nil
 }
 
@@ -233,9 +235,9 @@ func buildPGTemplate(ctx context.Context, conn *sql.Conn, base, name string) err
 // they do not pile up as migrations are added. One still being copied by
 // another run's CREATE DATABASE refuses the drop, which is ignored: the
 // next build tries again.
-func retireOldPGTemplates(ctx context.Context, conn *sql.Conn, keep string) {
+func retireOldPGTemplates(ctx context.Context, conn *sql.Conn, prefix, keep string) {
 	rows, err := conn.QueryContext(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) AND datname <> $2",
-		PGTemplatePrefix, keep)
+		prefix, keep)
 	if err != nil {
 		return
 	}
