@@ -245,6 +245,9 @@ func TestThrottleNameCeiling(t *testing.T) {
 // right password from another address signs in all along, and a guess
 // rate under NameFailures a window never locks the name anywhere.
 func TestThrottleSlowGuesser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: about a hundred argon2id logins per engine")
+	}
 	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 10}}, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", auth.RoleViewer)
 		for range 5 {
