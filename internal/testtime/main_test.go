@@ -64,6 +64,7 @@ func collect(t *testing.T, stream string) (c *collector, progress, diag string) 
 }
 
 func TestCollect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		stream   string
@@ -189,6 +190,7 @@ func TestCollect(t *testing.T) {
 }
 
 func TestPackageRows(t *testing.T) {
+	t.Parallel()
 	c, _, _ := collect(t, fullRun)
 	got := fmt.Sprint(packageRows(c.sortedPackages()))
 	want := "[[7.00 FAIL 3 2 3 1 1 unhold/slow] [0.30 ok 1 0 1 0 0 unhold/fast] [0.00 build failed 0 0 0 0 0 unhold/broken]]"
@@ -198,6 +200,7 @@ func TestPackageRows(t *testing.T) {
 // TestRun drives the command from its arguments on a saved stream, so no
 // go test runs.
 func TestRun(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "missing.json")
 	tests := []struct {
 		name   string
@@ -286,6 +289,7 @@ total: tests 1 (1 passed, 0 failed, 0 skipped), subtests 1 (1 passed, 0 failed, 
 // TestSave checks that -save keeps the stream byte for byte, plain-text
 // lines included, so the saved run reports the same again.
 func TestSave(t *testing.T) {
+	t.Parallel()
 	saved := filepath.Join(t.TempDir(), "run.json")
 	var first, second strings.Builder
 	if code := run([]string{"-save", saved, "-json", "-"}, strings.NewReader(fullRun), &first, &strings.Builder{}); code != 1 {
