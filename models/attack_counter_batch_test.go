@@ -381,9 +381,9 @@ func TestAttackBatchRaces(t *testing.T) {
 			var dsn string
 			switch db {
 			case "sqlite":
-				dsn = modelstest.DSN(t, models.SQLite)
+				dsn = modelstest.MigratedDSN(t, models.SQLite)
 			case "postgres":
-				dsn = modelstest.DSN(t, models.Postgres)
+				dsn = modelstest.MigratedDSN(t, models.Postgres)
 			default:
 				dsn = icuDSN(t)
 			}
@@ -392,7 +392,8 @@ func TestAttackBatchRaces(t *testing.T) {
 	}
 }
 
-// batchRaces is TestAttackBatchRaces on the database at dsn.
+// batchRaces is TestAttackBatchRaces on the database at dsn, migrated
+// here unless it is already (icuDSN's is not: it has its own collation).
 func batchRaces(t *testing.T, dsn string) {
 	open := func() *models.Store {
 		s, err := models.Open(context.Background(), dsn, models.Options{BusyTimeout: 30 * time.Second})
@@ -417,7 +418,10 @@ func batchRaces(t *testing.T, dsn string) {
 		must(t, func() error { _, err := s1.Credit(ctx, u, models.AssetBalance, 1_000_000, "test"); return err })
 		must(t, func() error { _, err := s1.Credit(ctx, u, models.AssetPoints, 1_000_000, "test"); return err })
 	}
-	const orders = 150
+	// 20 orders: with the batch locking keys in the collation's order
+	// (the defect), the ICU run deadlocked in 23 runs of 23; with 10, in
+	// half.
+	const orders = 20
 	var (
 		mu     sync.Mutex
 		failed []string
