@@ -334,7 +334,7 @@ func TestAttackBatchCounterPastOneInsert(t *testing.T) {
 			for _, sku := range []string{"sku-a", "SKU-B"} {
 				must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 10000, 0, "test"); return err })
 			}
-			const orders = 260
+			const orders = 251 // 502 tasks: two past one insert
 			var reqs []models.PlaceRequest
 			for i := range orders {
 				reqs = append(reqs, models.PlaceRequest{OrderNo: fmt.Sprintf("o-%03d", i), UserID: "u1",
