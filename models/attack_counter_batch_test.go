@@ -212,6 +212,7 @@ func checkAccountFlows(t *testing.T, b bundle, reqs []models.PlaceRequest) {
 // task (an error, a panic) sends the batch to the savepoint path: only
 // that task fails, once, and the next batch releases it.
 func TestAttackBatchMixedCounters(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		for _, fault := range []string{"none", "error", "panic"} {
 			t.Run(string(d)+"/"+fault, func(t *testing.T) {
@@ -327,6 +328,7 @@ func TestAttackBatchSumShortOfHeld(t *testing.T) {
 // two keys: the rows go in two inserts, on the fast path, and the first
 // row of the second insert chains on from the last of the first.
 func TestAttackBatchCounterPastOneInsert(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -375,6 +377,7 @@ func TestAttackBatchCounterPastOneInsert(t *testing.T) {
 // reason (no deadlock, no batch that does not commit), and the books
 // balance afterwards.
 func TestAttackBatchRaces(t *testing.T) {
+	t.Parallel()
 	for _, db := range []string{"sqlite", "postgres", "postgres-icu"} {
 		t.Run(db, func(t *testing.T) {
 			t.Parallel()

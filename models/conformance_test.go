@@ -174,6 +174,7 @@ func conformanceStore(t *testing.T, d models.Dialect) bundle {
 // releases it; a hand edit of a held key is found by reconciliation. The
 // invariants hold after each.
 func TestResourceConformance(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -15,6 +15,7 @@ import (
 // failure sends the task to MANUAL; a rerun makes it due again and the
 // ledger's key still decides.
 func TestTransientFailuresRetryThenManual(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -106,6 +106,7 @@ func (m *midRead) commit() error {
 // Every reconciliation read, ReconcileKeys and the order chain read one
 // snapshot: a release committed between their statements is no diff.
 func TestReadsIgnoreWritesBetweenStatements(t *testing.T) {
+	t.Parallel()
 	reads := []struct {
 		name string
 		read func(t *testing.T, b bundle) []models.Diff
