@@ -19,6 +19,7 @@ import (
 // savepoints): in the end each task is released exactly once, with one
 // DONE attempt and no DUPLICATE, and the books balance.
 func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		dsn := modelstest.MigratedDSN(t, d)
 		clock := modelstest.NewClock()
@@ -122,6 +123,7 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 // nothing; the worker then releases each task alone, each exactly once,
 // with no failure counted and one attempt row each.
 func TestAttackBatchTimeoutFallsBackToEach(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var slow sync.Once

@@ -14,6 +14,7 @@ import (
 // that placed and closed the order declared gift_wrap, the store that
 // releases it does not.
 func TestTaskOfAnUndeclaredTypeGoesManual(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
 		clock := modelstest.NewClock()

@@ -257,7 +257,7 @@ func TestRollupConcurrentBatches(t *testing.T) {
 	// Each order holds its own SKU and its own user's balance, so the
 	// batches share no counter row: only the rollups' rows, which every
 	// batch of the minute adds to (two attempt keys, one latency key).
-	const orders = 400
+	const orders = 100 // 200 tasks: ten batches of 20 across four workers, all in one minute
 	for i := range orders {
 		sku, user := fmt.Sprintf("sku-%03d", i), fmt.Sprintf("u-%03d", i)
 		must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 1, 0, "test"); return err })
