@@ -194,19 +194,16 @@ func TestReconcileCommand(t *testing.T) {
 	}
 }
 
-// migratedSQLite is a migrated SQLite store in a file named name of a temp
-// dir, closed when the test ends, and the file's path for the processes
-// the test starts on it.
-func migratedSQLite(t *testing.T, name string) (string, *models.Store) {
+// migratedSQLite is a migrated SQLite store (a copy of the template, see
+// modelstest.MigratedDSN), closed when the test ends, and the file's path
+// for the processes the test starts on it.
+func migratedSQLite(t *testing.T) (string, *models.Store) {
 	t.Helper()
-	db := filepath.Join(t.TempDir(), name)
+	db := modelstest.MigratedDSN(t, models.SQLite)
 	s, err := models.Open(context.Background(), db, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return db, s
 }

@@ -103,7 +103,7 @@ func get(t *testing.T, url string) int {
 // serves only /healthz and /metrics on -metrics-addr. Both stop cleanly.
 func TestWebClosesAndWorkerReleases(t *testing.T) {
 	t.Parallel()
-	db, s := migratedSQLite(t, "roles.db")
+	db, s := migratedSQLite(t)
 	ctx := context.Background()
 	if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 		t.Fatal(err)
@@ -276,7 +276,7 @@ func TestBench(t *testing.T) {
 // the rest of each pool's batch are handed back.
 func TestWorkerStopsMidBacklog(t *testing.T) {
 	t.Parallel()
-	db, s := migratedSQLite(t, "stop.db")
+	db, s := migratedSQLite(t)
 	ctx := context.Background()
 	const n = 600
 	if _, err := s.SetStock(ctx, "sku-1", n, 0, "test"); err != nil {
