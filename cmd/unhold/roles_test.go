@@ -278,7 +278,9 @@ func TestWorkerStopsMidBacklog(t *testing.T) {
 	t.Parallel()
 	db, s := migratedSQLite(t)
 	ctx := context.Background()
-	const n = 600
+	// Four batches of 50 over two pools: when the first is DONE, two more
+	// are claimed, so the stop finds a batch in hand to hand back.
+	const n = 200
 	if _, err := s.SetStock(ctx, "sku-1", n, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +293,7 @@ func TestWorkerStopsMidBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	worker := startProcess(t, "worker", "-db", db, "-log-format", "json", "-pools", "2", "-worker-batch", "200")
+	worker := startProcess(t, "worker", "-db", db, "-log-format", "json", "-pools", "2", "-worker-batch", "50")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var done int64
