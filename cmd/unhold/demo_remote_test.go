@@ -75,7 +75,7 @@ func TestDemoGiftCardsReleasedOnce(t *testing.T) {
 	if err := d.replay(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := demoShop(ctx, dsn, opt, 900, time.Now(), log); err != nil {
+	if _, err := demoShop(ctx, dsn, opt, 900, demoTestEnd(), log); err != nil {
 		t.Fatal(err)
 	}
 	count := func(query string, args ...any) int64 {
