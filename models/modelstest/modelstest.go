@@ -1,6 +1,7 @@
 // Package modelstest opens real test databases for unhold's tests: a SQLite
 // file in the test's temp dir, and, when UNHOLD_TEST_PG names a PostgreSQL
-// server, a fresh schema there. Under CI a PostgreSQL that cannot be reached
+// server, a database of the test's own there, both copies of a migrated
+// template (template.go). Under CI a PostgreSQL that cannot be reached
 // fails the test instead of skipping it.
 package modelstest
 
@@ -24,7 +25,8 @@ import (
 // Engines are the database engines every domain test runs on.
 var Engines = []models.Dialect{models.SQLite, models.Postgres}
 
-// EachEngine runs fn as a parallel subtest on each of Engines.
+// EachEngine runs fn as a parallel subtest on each of Engines. The caller
+// says t.Parallel() itself, so the pair overlaps the package's other tests.
 func EachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
 	for _, d := range Engines {
 		t.Run(string(d), func(t *testing.T) {
