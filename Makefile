@@ -1,6 +1,6 @@
 # unhold: `make test` is what CI runs (through .ci/run).
 
-.PHONY: build run test generate bench
+.PHONY: build run test test-quick test-time check generate bench
 
 build:
 	go build -o bin/unhold ./cmd/unhold
@@ -9,8 +9,28 @@ build:
 run:
 	go run ./cmd/unhold serve --demo
 
-# gofmt, go vet, generated templ files up to date and committed, then tests.
-test:
+# The race detector instruments our code and every Go library but the
+# SQLite engine (modernc.org: C translated to Go), where it cost three
+# quarters of a SQLite test's time and watches memory it does not track;
+# docs/testing.md has the figures.
+RACE = -race -gcflags='modernc.org/...=-race=false'
+
+# What CI runs: the checks, then every test on SQLite and on PostgreSQL
+# (UNHOLD_TEST_PG), the browser test included.
+test: check
+	go test $(RACE) -count=1 -timeout 40m ./...
+
+# The inner loop: SQLite only, -short (the long soak, chaos and big-shop
+# cases and the browser test skip), no checks.
+test-quick:
+	env -u UNHOLD_TEST_PG -u CI go test $(RACE) -short -count=1 ./...
+
+# Where the time of make test's tests goes: the slowest packages and tests.
+test-time:
+	go run ./internal/testtime -- $(RACE) -count=1 -timeout 40m ./...
+
+# gofmt, go vet, generated templ files up to date and committed.
+check:
 	@list=$$(git ls-files --cached --others --exclude-standard -- '*.go') || exit 1; \
 	files=; for f in $$list; do if [ -f "$$f" ]; then files="$$files $$f"; fi; done; \
 	if [ -n "$$files" ]; then \
@@ -33,7 +53,6 @@ test:
 			echo "$$untracked"; exit 1; \
 		fi; \
 	fi
-	go test -race -count=1 -timeout 40m ./...
 
 generate:
 	go tool templ generate

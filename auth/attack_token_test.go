@@ -15,6 +15,7 @@ import (
 // (and, on PostgreSQL, wait for a disable in progress), so that a disabled
 // user never has a live token.
 func TestAttackTokenCreatedAfterCreatorDisabled(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "root", auth.RoleAdmin)
 		lea := b.addUser(t, "lea", auth.RoleAdmin)

@@ -258,6 +258,7 @@ func TestRoles(t *testing.T) {
 
 // Every account change writes exactly one audit row, in its transaction.
 func TestUserLifecycle(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ctx := models.WithRequestMeta(b.ctx, models.RequestMeta{Role: "admin", RequestID: "req-1", IP: "192.0.2.9", UserAgent: "ua"})
 		var u *auth.User
@@ -332,6 +333,7 @@ func TestUserLifecycle(t *testing.T) {
 // The last enabled admin can be neither disabled nor demoted, also by
 // themselves; with another admin, either is allowed.
 func TestLastAdmin(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		a := b.addUser(t, "ann", auth.RoleAdmin)
 		v := b.addUser(t, "vic", auth.RoleViewer)
@@ -386,6 +388,7 @@ func TestLastAdmin(t *testing.T) {
 // they created, each audited; tokens others created live on, and enabling
 // the user again does not bring them back.
 func TestDisableRevokesTokens(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "lea", auth.RoleAdmin)
 		b.addUser(t, "ann", auth.RoleAdmin)
@@ -430,6 +433,7 @@ func TestDisableRevokesTokens(t *testing.T) {
 
 // Disabling a user and resetting their password end all their sessions.
 func TestDisableAndResetEndSessions(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "otto", auth.RoleOperator)
 		t1, t2 := b.login(t, "otto", goodPW), b.login(t, "otto", goodPW)
@@ -463,6 +467,7 @@ func TestDisableAndResetEndSessions(t *testing.T) {
 // Changing one's password needs the current one and ends every other
 // session.
 func TestChangePassword(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "pia", auth.RoleViewer)
 		keep, other := b.login(t, "pia", goodPW), b.login(t, "pia", goodPW)
@@ -507,6 +512,7 @@ func TestChangePassword(t *testing.T) {
 // user signs in with the new password at once, from there too. A lock of
 // another name that ends in "|rosa" stays.
 func TestResetLiftsLoginLock(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 7}}, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "rosa", auth.RoleViewer)
 		const home, other = "203.0.113.9", "203.0.113.10"
@@ -538,6 +544,7 @@ func TestResetLiftsLoginLock(t *testing.T) {
 // the login throttle: the 6th try within the window is refused unchecked,
 // even with the right password, and writes one throttled row.
 func TestChangePasswordThrottled(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "quinn", auth.RoleViewer)
 		keep := b.login(t, "quinn", goodPW)
@@ -563,6 +570,7 @@ func TestChangePasswordThrottled(t *testing.T) {
 }
 
 func TestLoginAndSession(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "lea", auth.RoleOperator)
 		var tok string
@@ -640,6 +648,7 @@ func TestLoginAndSession(t *testing.T) {
 // A session ends after Idle without a request, and Absolute after the
 // login whatever the requests; an ended session's row is deleted.
 func TestSessionExpiry(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "ida", auth.RoleViewer)
 		p := auth.SessionPolicy{Idle: 30 * time.Minute, Absolute: 2 * time.Hour}
@@ -687,6 +696,7 @@ func TestSessionExpiry(t *testing.T) {
 // last_seen_at is written at most once a minute, and the idle limit counts
 // from it exactly.
 func TestSessionTouch(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "tom", auth.RoleViewer)
 		tok := b.login(t, "tom", goodPW)
@@ -729,6 +739,7 @@ func TestSessionTouch(t *testing.T) {
 // a session used every 20 s stays signed in, and one left alone for the
 // minute ends.
 func TestSessionShortIdle(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "tia", auth.RoleViewer)
 		p := auth.SessionPolicy{Idle: time.Minute, Absolute: time.Hour}
@@ -749,6 +760,7 @@ func TestSessionShortIdle(t *testing.T) {
 // A role change renews the session: a new token with the new role and the
 // same end; the old token stops working.
 func TestSessionRenewOnRoleChange(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "rita", auth.RoleViewer)
 		old := b.login(t, "rita", goodPW)
@@ -794,6 +806,7 @@ func TestSessionRenewOnRoleChange(t *testing.T) {
 // Requests racing with the old token after a role change all go through;
 // exactly one renews the session.
 func TestSessionRenewRace(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "ruth", auth.RoleViewer)
 		old := b.login(t, "ruth", goodPW)
@@ -821,6 +834,7 @@ func TestSessionRenewRace(t *testing.T) {
 }
 
 func TestPruneSessions(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		u := b.addUser(t, "pat", auth.RoleViewer)
 		short := auth.SessionPolicy{Absolute: time.Hour}
@@ -853,6 +867,7 @@ func TestPruneSessions(t *testing.T) {
 
 // A name with quotes, SQL and markup is a name like any other.
 func TestUserNameStoredVerbatim(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		name := `x'); DROP TABLE users;--<script>alert("é")</script>`
 		u := b.addUser(t, name, auth.RoleViewer)
@@ -876,6 +891,7 @@ func TestUserNameStoredVerbatim(t *testing.T) {
 }
 
 func TestAPITokens(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		var tok *auth.APIToken
 		var secret string
@@ -959,6 +975,7 @@ func TestAPITokens(t *testing.T) {
 // The migration goes down and up again cleanly, and the audit log stays
 // append-only through it.
 func TestAuthMigrationDownUp(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "mia", auth.RoleAdmin)
 		db, err := b.s.W.DB()
@@ -992,6 +1009,7 @@ func TestAuthMigrationDownUp(t *testing.T) {
 // A site secret is made once, by whichever caller comes first, and every
 // caller (every instance on the database) reads the same one.
 func TestSiteSecretShared(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		keys := make([][]byte, 8)
 		errs := make([]error, len(keys))
@@ -1015,6 +1033,7 @@ func TestSiteSecretShared(t *testing.T) {
 // An account change's audit row takes the request's metadata from the
 // context, as every audit row does (see models' TestAuditRequestMeta).
 func TestAccountAuditTakesRequestMeta(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.ctx = models.WithRequestMeta(b.ctx, models.RequestMeta{Role: "operator", RequestID: "req-7", IP: "192.0.2.44", UserAgent: "ua"})
 		b.addUser(t, "bob", auth.RoleViewer)

@@ -98,6 +98,7 @@ func TestThrottleLocksAccount(t *testing.T) {
 // The lock is capped at MaxLock; failures start a new count once the
 // window has passed since the first one, or since the last lock ended.
 func TestThrottleCapAndWindow(t *testing.T) {
+	t.Parallel()
 	opt := auth.Options{Throttle: auth.ThrottlePolicy{
 		AccountFailures: 2, Window: 10 * time.Minute, BaseLock: time.Minute, MaxLock: 3 * time.Minute}}
 	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
@@ -123,6 +124,7 @@ func TestThrottleCapAndWindow(t *testing.T) {
 // for any names; then it waits until the window ends. Other addresses are
 // not affected.
 func TestThrottleIP(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", auth.RoleViewer)
 		const ip = "203.0.113.5"
@@ -144,6 +146,7 @@ func TestThrottleIP(t *testing.T) {
 // IPv6 addresses count by their /64: one host cannot walk its prefix for
 // fresh attempts; another /64 is not affected.
 func TestThrottleIPv6Prefix(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{IPAttempts: 3}}, func(t *testing.T, b bundle) {
 		for _, ip := range []string{"2001:db8:1:2::1", "2001:db8:1:2::2", "2001:db8:1:2:ffff::9"} {
 			b.wantBad(t, "bob", "x", ip)
@@ -158,6 +161,7 @@ func TestThrottleIPv6Prefix(t *testing.T) {
 // AccountFailures of them reach a password check, and the refusals of the
 // lock are audited once.
 func TestThrottleConcurrent(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", auth.RoleViewer)
 		errs := make([]error, 20)
@@ -215,6 +219,7 @@ func TestThrottlePerAddress(t *testing.T) {
 // NameFailures in a window, but only until that window ends: never longer
 // than the window, however the guessing goes on meanwhile.
 func TestThrottleNameCeiling(t *testing.T) {
+	t.Parallel()
 	opt := auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 6}}
 	eachEngineWith(t, opt, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", auth.RoleViewer)
@@ -245,6 +250,10 @@ func TestThrottleNameCeiling(t *testing.T) {
 // right password from another address signs in all along, and a guess
 // rate under NameFailures a window never locks the name anywhere.
 func TestThrottleSlowGuesser(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("-short: about a hundred argon2id logins per engine")
+	}
 	eachEngineWith(t, auth.Options{Throttle: auth.ThrottlePolicy{NameFailures: 10}}, func(t *testing.T, b bundle) {
 		b.addUser(t, "alice", auth.RoleViewer)
 		for range 5 {

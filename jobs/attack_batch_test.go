@@ -19,8 +19,9 @@ import (
 // savepoints): in the end each task is released exactly once, with one
 // DONE attempt and no DUPLICATE, and the books balance.
 func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		clock := modelstest.NewClock()
 		var mu sync.Mutex
 		tried := map[int64]bool{}
@@ -45,9 +46,6 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 			return s
 		}
 		s1 := open()
-		if _, err := s1.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
 		s2 := open()
 		ctx := context.Background()
 		const orders = 40
@@ -125,6 +123,7 @@ func TestAttackBatchExactlyOnceUnderRaces(t *testing.T) {
 // nothing; the worker then releases each task alone, each exactly once,
 // with no failure counted and one attempt row each.
 func TestAttackBatchTimeoutFallsBackToEach(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var slow sync.Once

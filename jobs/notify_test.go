@@ -48,7 +48,7 @@ func (b *syncBuffer) String() string {
 
 func startListening(t *testing.T) *listenBench {
 	t.Helper()
-	dsn := modelstest.DSN(t, models.Postgres)
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
 	ctx, cancel := context.WithCancel(context.Background())
 	lb := &listenBench{ctx: ctx, logs: &syncBuffer{}}
 	for _, s := range []**models.Store{&lb.a, &lb.b} {
@@ -59,9 +59,6 @@ func startListening(t *testing.T) *listenBench {
 		t.Cleanup(func() { _ = st.Close() })
 		*s = st
 	}
-	if _, err := lb.a.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := lb.a.SetStock(ctx, "sku-1", 100, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +67,7 @@ func startListening(t *testing.T) *listenBench {
 		t.Fatal(err)
 	}
 	q := u.Query()
-	lb.app = "listen_" + q.Get("search_path")
+	lb.app = "listen_" + strings.TrimPrefix(u.Path, "/")
 	q.Set("application_name", lb.app)
 	u.RawQuery = q.Encode()
 
@@ -192,16 +189,13 @@ func TestListenDueReconnects(t *testing.T) {
 // sent after it; notifications arrive in commit order.
 func TestDueNotifyOnlyWhenTaskBecomesDue(t *testing.T) {
 	t.Parallel()
-	dsn := modelstest.DSN(t, models.Postgres)
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
 	ctx := context.Background()
 	s, err := models.Open(ctx, dsn, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	for sku, delay := range map[string]int64{"sku-1": 0, "sku-slow": 60} {
 		if _, err := s.SetStock(ctx, sku, 10, delay, "test"); err != nil {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 // crashes — from several goroutines over a small shop, then lets the work
 // go quiet and checks every invariant of DESIGN.md.
 func TestPropertyRandomOperations(t *testing.T) {
+	t.Parallel()
 	ops := 2400
 	if testing.Short() {
 		ops = 400

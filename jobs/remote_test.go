@@ -23,6 +23,7 @@ import (
 // calls the worker did not get round to. Breaks if the calls not yet made
 // when the batch's context ends are recorded as TIMEOUT failures.
 func TestRemoteSlowBatchCountsNoUnsentCall(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		const orders = 24
 		svc := remotetest.New(remotetest.Options{})

@@ -18,6 +18,7 @@ import (
 // claimed across eight deploys would end RETRY_EXHAUSTED without one real
 // try; each is handed back, due again at once.
 func TestShutdownMidBatchCountsNoFailure(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		ctx, cancel := context.WithCancel(context.Background())

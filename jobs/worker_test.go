@@ -16,6 +16,7 @@ import (
 // transaction rolls back, the crash is recorded as a CRASHED failure, and
 // the task is retried on the usual schedule.
 func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var crashes atomic.Int32
@@ -59,6 +60,7 @@ func TestScenarioCrashAfterLedgerInsert(t *testing.T) {
 
 // A close wakes the worker: the Run loop drains without waiting for cron.
 func TestWakeDrains(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		s := modelstest.Open(t, d, models.Options{})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -91,6 +93,7 @@ func TestWakeDrains(t *testing.T) {
 // usual retry schedule, and goes MANUAL (RETRY_EXHAUSTED, last class
 // CRASHED) at the 8th: it is not claimed for ever.
 func TestPanickingReleaseEndsManual(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Faults: func(point string, _ *models.ReleaseTask) error {
@@ -139,6 +142,7 @@ func TestPanickingReleaseEndsManual(t *testing.T) {
 // task whose lease is too short by then is handed back untried: released
 // by the next claim and never counted as a crash.
 func TestLeaseShortIsNoCrash(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		const lease = 2 * time.Second
 		clock := modelstest.NewClock()

@@ -103,6 +103,7 @@ func wantValues(t *testing.T, got map[string]float64, want map[string]float64) {
 // The worker records each way a claimed task's turn can end, a crash
 // included, with the failure's class.
 func TestWorkerRecordsReleases(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var failNext, crashNext atomic.Bool
@@ -225,6 +226,7 @@ func placeAndCloseSKU(t *testing.T, s *models.Store, no, sku string) {
 // database (a restarted process) reports the same backlog, oldest age,
 // RETRY and MANUAL counts at once, while its counters start at zero.
 func TestMetricsGaugesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		clock := modelstest.NewClock()
 		var failNext atomic.Bool

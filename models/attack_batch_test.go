@@ -112,6 +112,7 @@ func TestAttackBatchDuplicateLedger(t *testing.T) {
 // as its own task's failure, with one attempt row, and not tried again in
 // the same batch; its neighbours release once each.
 func TestAttackBatchFastPathFaultCountedOnce(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		for _, kind := range []string{"error", "panic", "panic-nil"} {
 			t.Run(string(d)+"/"+kind, func(t *testing.T) {
@@ -170,6 +171,7 @@ func TestAttackBatchFastPathFaultCountedOnce(t *testing.T) {
 // A fault on every try, panic(nil) included, is recorded once as its own
 // task's CRASHED failure; its neighbours release.
 func TestAttackBatchPanicNilEveryTry(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -214,7 +216,7 @@ func TestAttackBatchPanicNilEveryTry(t *testing.T) {
 // first with faults, on one clock.
 func twoStores(t *testing.T, d models.Dialect, faults models.FaultFunc) (s1, s2 *models.Store, clock *modelstest.Clock) {
 	t.Helper()
-	dsn := modelstest.DSN(t, d)
+	dsn := modelstest.MigratedDSN(t, d)
 	clock = modelstest.NewClock()
 	open := func(faults models.FaultFunc) *models.Store {
 		s, err := models.Open(context.Background(), dsn, models.Options{Now: clock.Now, Faults: faults, BusyTimeout: 30 * time.Second})
@@ -225,9 +227,6 @@ func twoStores(t *testing.T, d models.Dialect, faults models.FaultFunc) (s1, s2 
 		return s
 	}
 	s1 = open(faults)
-	if _, err := s1.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return s1, open(nil), clock
 }
 
@@ -251,6 +250,7 @@ func blockedBatch(t *testing.T, d models.Dialect) (s1, s2 *models.Store, clock *
 // holds them neither counts a crash nor takes a task: each task is
 // released exactly once, with one attempt row and no failure.
 func TestAttackBatchRacesRescue(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -310,6 +310,7 @@ func TestAttackBatchRacesRescue(t *testing.T) {
 // batch, then takes the hold back: the order ends PAID with its unit
 // deducted once, and the books balance.
 func TestAttackBatchRacesLatePayment(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -611,6 +612,7 @@ func TestAttackBatchHostileRows(t *testing.T) {
 // leased) is what the batch releases under: the ledger row's trigger is
 // RERUN and the attempt carries the rerun's note, on both paths.
 func TestAttackRerunBetweenClaimAndBatch(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		for _, path := range []string{"fast", "savepoints"} {
 			t.Run(string(d)+"/"+path, func(t *testing.T) {

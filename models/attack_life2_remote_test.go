@@ -25,6 +25,7 @@ import (
 // REFUNDED or RETURNED order's every hold refunded, a kept remote hold
 // included.
 func TestAttackLife2WholeWithRemote(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		for _, whole := range []string{"refund", "return"} {
 			for _, workerFirst := range []bool{true, false} {

@@ -26,23 +26,18 @@ import (
 // (TestAttackLifeWholeRefundLockOrder) does not mask anything else.
 func TestAttackLifeTwoInstancesChaos(t *testing.T) {
 	t.Parallel()
-	dsn := modelstest.DSN(t, models.Postgres)
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
 	clock := modelstest.NewClock()
-	open := func(migrate bool) *models.Store {
+	open := func() *models.Store {
 		s, err := models.Open(context.Background(), dsn, models.Options{Now: clock.Now, BusyTimeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		if migrate {
-			if _, err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
 		return s
 	}
-	s1 := open(true)
-	s2 := open(false)
+	s1 := open()
+	s2 := open()
 	stores := []*models.Store{s1, s2}
 	ctx := context.Background()
 	for _, sku := range []string{"sku-a", "sku-b", "sku-c"} {

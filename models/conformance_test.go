@@ -16,9 +16,9 @@ import (
 // fixture makes one key of a resource type that an order can hold, and
 // edits it behind the ledger's back the way a person would.
 type fixture struct {
-	// make creates a key with enough for two orders' holds of qty; the
-	// n-th call of a test makes the n-th key, so a single held for good
-	// (a coupon used) leaves the next order another.
+	// make creates a key with enough for two orders' holds of qty; each n
+	// makes a key of its own, so a single held for good (a coupon used)
+	// leaves the next order another.
 	make func(t *testing.T, b bundle, n int) (key string, qty int64)
 	// steal makes the hold impossible to give back (a counter's held
 	// amount gone, a single held for another order, a service refusing
@@ -172,8 +172,11 @@ func conformanceStore(t *testing.T, d models.Dialect) bundle {
 // REFUND_PENDING and its release goes on); a hold that cannot be given
 // back goes MANUAL with a permanent class and, once fixed by hand, a rerun
 // releases it; a hand edit of a held key is found by reconciliation. The
-// invariants hold after each.
+// invariants hold after each. A type's promises are checked in turn on one
+// store, each on keys and orders of its own (n numbers the keys and their
+// users), the hand edit last: a store per promise cost a database each.
 func TestResourceConformance(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -188,12 +191,13 @@ func TestResourceConformance(t *testing.T) {
 				}
 				t.Run(string(typ), func(t *testing.T) {
 					t.Parallel()
-					for _, path := range []string{"batch", "single"} {
-						t.Run("close and release/"+path, func(t *testing.T) { conformRelease(t, d, typ, fx, path) })
+					b := conformanceStore(t, d)
+					for n, path := range []string{"batch", "single"} {
+						t.Run("close and release/"+path, func(t *testing.T) { conformRelease(t, b, typ, fx, path, n+1) })
 					}
-					t.Run("pay and late pay", func(t *testing.T) { conformPay(t, d, typ, fx) })
-					t.Run("manual then rerun", func(t *testing.T) { conformRerun(t, d, typ, fx) })
-					t.Run("hand edit reconciled", func(t *testing.T) { conformEdit(t, d, typ, fx) })
+					t.Run("pay and late pay", func(t *testing.T) { conformPay(t, b, typ, fx, 3) })
+					t.Run("manual then rerun", func(t *testing.T) { conformRerun(t, b, typ, fx, 5) })
+					t.Run("hand edit reconciled", func(t *testing.T) { conformEdit(t, b, typ, fx, 6) })
 				})
 			}
 		})
@@ -250,30 +254,29 @@ func reconcileClean(t *testing.T, b bundle) {
 	modelstest.CheckInvariants(t, b.s)
 }
 
-func conformRelease(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture, path string) {
-	b := conformanceStore(t, d)
-	key, qty := fx.make(t, b, 1)
-	placeOne(t, b, "o-c", "u-c1", typ, key, qty, true)
+func conformRelease(t *testing.T, b bundle, typ models.ResourceType, fx fixture, path string, n int) {
+	no, user := "o-"+path, "u-c"+strconv.Itoa(n)
+	key, qty := fx.make(t, b, n)
+	placeOne(t, b, no, user, typ, key, qty, true)
 	if got := releaseAll(t, b, path); got[models.OutcomeDone] != 1 || len(got) != 1 {
 		t.Fatalf("release = %v, want one DONE", got)
 	}
 	reconcileClean(t, b)
 	// A redelivery: only the ledger's unique key stands in the way.
 	must(t, func() error {
-		return b.s.W.Exec("UPDATE release_tasks SET status = 'PENDING', lease_until = NULL WHERE order_no = 'o-c'").Error
+		return b.s.W.Exec("UPDATE release_tasks SET status = 'PENDING', lease_until = NULL WHERE order_no = ?", no).Error
 	})
 	if got := releaseAll(t, b, path); got[models.OutcomeDuplicate] != 1 || len(got) != 1 {
 		t.Fatalf("redelivered release = %v, want one DUPLICATE", got)
 	}
 	reconcileClean(t, b)
 	// Given back, the key holds a second order again.
-	placeOne(t, b, "o-c2", "u-c1", typ, key, qty, false)
+	placeOne(t, b, no+"-2", user, typ, key, qty, false)
 }
 
-func conformPay(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
-	b := conformanceStore(t, d)
-	key, qty := fx.make(t, b, 1)
-	placeOne(t, b, "o-paid", "u-c1", typ, key, qty, false)
+func conformPay(t *testing.T, b bundle, typ models.ResourceType, fx fixture, n int) {
+	key, qty := fx.make(t, b, n)
+	placeOne(t, b, "o-paid", "u-c"+strconv.Itoa(n), typ, key, qty, false)
 	if res, err := b.s.PayOrder(b.ctx, "o-paid", "txn-1"); err != nil || res.Status != models.OrderPaid {
 		t.Fatalf("pay = %+v, %v", res, err)
 	}
@@ -284,8 +287,8 @@ func conformPay(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixt
 	reconcileClean(t, b)
 	// Closed, not yet released, then paid: the payment takes the hold
 	// back from its release task, or leaves it to release.
-	key, qty = fx.make(t, b, 2)
-	placeOne(t, b, "o-late", "u-c2", typ, key, qty, true)
+	key, qty = fx.make(t, b, n+1)
+	placeOne(t, b, "o-late", "u-c"+strconv.Itoa(n+1), typ, key, qty, true)
 	want, released := fx.latePaid, 1
 	if want == "" {
 		want, released = models.OrderPaid, 0
@@ -300,10 +303,9 @@ func conformPay(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixt
 	reconcileClean(t, b)
 }
 
-func conformRerun(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
-	b := conformanceStore(t, d)
-	key, qty := fx.make(t, b, 1)
-	placeOne(t, b, "o-c", "u-c1", typ, key, qty, true)
+func conformRerun(t *testing.T, b bundle, typ models.ResourceType, fx fixture, n int) {
+	key, qty := fx.make(t, b, n)
+	placeOne(t, b, "o-c", "u-c"+strconv.Itoa(n), typ, key, qty, true)
 	fx.steal(t, b, key)
 	if got := releaseAll(t, b, "batch"); got[models.OutcomeManual] != 1 {
 		t.Fatalf("release of a stolen hold = %v, want MANUAL", got)
@@ -318,10 +320,9 @@ func conformRerun(t *testing.T, d models.Dialect, typ models.ResourceType, fx fi
 	reconcileClean(t, b)
 }
 
-func conformEdit(t *testing.T, d models.Dialect, typ models.ResourceType, fx fixture) {
-	b := conformanceStore(t, d)
-	key, qty := fx.make(t, b, 1)
-	placeOne(t, b, "o-e", "u-c1", typ, key, qty, false)
+func conformEdit(t *testing.T, b bundle, typ models.ResourceType, fx fixture, n int) {
+	key, qty := fx.make(t, b, n)
+	placeOne(t, b, "o-e", "u-c"+strconv.Itoa(n), typ, key, qty, false)
 	// Past the time a placement's calls may still be on their way: a
 	// remote key is compared with its service only then.
 	b.clock.Advance(time.Minute)

@@ -370,6 +370,7 @@ func TestRerunReasonRule(t *testing.T) {
 // (the row lock on PostgreSQL, the one writer on SQLite) and then finds
 // the task DONE: nothing to rerun, and the release keeps its trigger.
 func TestRerunDuringWorkerTransaction(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -232,8 +232,15 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Migrations are the schema migrations of one engine, in the files goose
+// reads them from. Tests hash them to tell a migrated template database
+// made from these files from one made from older ones.
+func Migrations(d Dialect) (fs.FS, error) {
+	return fs.Sub(migrations, "migrations/"+string(d))
+}
+
 func (s *Store) migrationProvider() (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations/"+string(s.Dialect))
+	sub, err := Migrations(s.Dialect)
 	if err != nil {
 		return nil, err
 	}

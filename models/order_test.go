@@ -185,6 +185,7 @@ func TestCloseIsAtomicWithItsTasks(t *testing.T) {
 // Stacked coupons come back one by one; the cost bearer is on every ledger
 // row; the expiry policy decides what an old coupon comes back as.
 func TestCouponReturn(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []models.CouponPolicy{{Expiry: models.CouponExtend, ExtendDays: 3}, {Expiry: models.CouponKeep}} {
 		for _, d := range modelstest.Engines {
 			t.Run(string(policy.Expiry)+"/"+string(d), func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 // ReleaseHealth counts due tasks, failures by type and class per window,
 // and buckets releases by minute, on both engines alike.
 func TestReleaseHealth(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

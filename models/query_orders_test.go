@@ -238,6 +238,7 @@ func sortDiffs(ds []models.Diff) {
 // the keys took part in the lookup: a flash sale's 100,000 orders and a
 // page of 50 SKUs made 5 million probes), never a table.
 func TestPendingHeldPlanReadsOpenHoldsThenOrders(t *testing.T) {
+	t.Parallel()
 	b := setup(t, models.SQLite, models.Options{})
 	keys := make([]string, 50)
 	for i := range keys {

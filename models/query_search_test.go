@@ -61,6 +61,7 @@ func hitKeys(r models.SearchResult) []string {
 }
 
 func TestSearchFindsEveryKindByPrefixIgnoringCase(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -107,6 +108,7 @@ func TestSearchFindsEveryKindByPrefixIgnoringCase(t *testing.T) {
 }
 
 func TestSearchNumbersFindCouponsAndTasks(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -146,6 +148,7 @@ func TestSearchNumbersFindCouponsAndTasks(t *testing.T) {
 }
 
 func TestSearchCutsEachKindAtItsLimit(t *testing.T) {
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -172,6 +175,7 @@ func TestSearchCutsEachKindAtItsLimit(t *testing.T) {
 }
 
 func TestSearchRefusesWhatIsNotAKey(t *testing.T) {
+	t.Parallel()
 	b := searchSetup(t, models.SQLite)
 	for _, q := range []string{"", "a b", "a%", "订单", strings.Repeat("a", 65)} {
 		if _, err := b.s.Search(b.ctx, q, 0); !errors.Is(err, models.ErrInvalid) {
@@ -184,6 +188,7 @@ func TestSearchRefusesWhatIsNotAKey(t *testing.T) {
 // engines: a search never reads a whole table, however many orders, users
 // or keys there are.
 func TestSearchPlansUseTheirIndexes(t *testing.T) {
+	t.Parallel()
 	want := map[string]string{
 		"order": "orders_no_lower", "user": "orders_user_lower", "account": "accounts_uid_lower",
 		"sku": "inventory_sku_lower", "activity": "activity_quotas_lower", "slot": "slot_holds_lower",

@@ -61,6 +61,7 @@ func attemptsOf(t *testing.T, b bundle) map[int64]int {
 // commit, each failure is recorded once as its own task's, and nothing of a
 // failed try is left behind (its ledger row rolled back with it).
 func TestBatchIsolatesFailures(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -199,6 +200,7 @@ func TestBatchFencesEachTask(t *testing.T) {
 // A batch that cannot commit in time records nothing and says so; one
 // cancelled because the process stops hands every lease back, uncounted.
 func TestBatchThatDoesNotCommit(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		for _, stop := range []bool{false, true} {
 			name := string(d) + "/timeout"
@@ -266,6 +268,7 @@ func TestBatchThatDoesNotCommit(t *testing.T) {
 // chain with its key's other rows (CheckInvariants), as if each had been
 // applied alone in turn.
 func TestBatchReleasesCountersTogether(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()
@@ -335,6 +338,7 @@ func TestBatchReleasesCountersTogether(t *testing.T) {
 // 100,000 rows a claim); and it finds expired leases among the leased
 // tasks alone, not among every PENDING one.
 func TestClaimPlanReadsOnlyItsBatch(t *testing.T) {
+	t.Parallel()
 	b := setup(t, models.SQLite, models.Options{})
 	claim, expired, err := b.s.ClaimPlans(200)
 	if err != nil {

@@ -236,6 +236,7 @@ var releasePaths = []string{"batch", "single"}
 // release twice, or refuse a second release of what it no longer holds),
 // or if ALREADY_DONE were taken for a failure.
 func TestRemoteSlowReleaseRetriedAsDuplicate(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
@@ -270,6 +271,7 @@ func TestRemoteSlowReleaseRetriedAsDuplicate(t *testing.T) {
 // A 503 is REMOTE_BUSY, retried on the schedule; nothing was done, so
 // the retry is DONE. Breaks if a 5xx were taken as permanent or as done.
 func TestRemoteBusyRetried(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
@@ -310,6 +312,7 @@ func TestRemoteBusyRetried(t *testing.T) {
 // releases it. Breaks if a refusal were retried on the schedule, or its
 // message lost.
 func TestRemoteRejectedGoesManual(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
@@ -360,6 +363,7 @@ func TestRemoteRejectedGoesManual(t *testing.T) {
 // Breaks if a dropped connection were taken as done (no retry: the card
 // stays held) or as permanent.
 func TestRemoteDroppedConnection(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, c := range []struct {
 			name       string
@@ -404,6 +408,7 @@ func TestRemoteDroppedConnection(t *testing.T) {
 // for the ledger's own duplicate (no row, the hold left open: LEDGER_HELD
 // and the invariants would fail).
 func TestRemoteAlreadyDoneOnFirstTry(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
@@ -435,6 +440,7 @@ func TestRemoteAlreadyDoneOnFirstTry(t *testing.T) {
 // held until the pay deadline) or the lock's refusal were reported as
 // the service being down.
 func TestRemotePlacementLockRefused(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		e.svc.Next(1, remotetest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"code":"SHORT","message":"卡余额不足 not enough"}`})
@@ -484,6 +490,7 @@ func wantAborted(t *testing.T, e remoteEnv, no string) {
 // lock is then refused. Breaks if the abort did not release the remote
 // hold, or released it under another key than the service will find.
 func TestRemotePlacementLockTimesOut(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, landed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("lock landed before the release %v", landed), func(t *testing.T) {
@@ -519,6 +526,7 @@ func TestRemotePlacementLockTimesOut(t *testing.T) {
 // MANUAL, and a rerun deducts it. Breaks if the deduction were retried
 // under another key (spent twice), or a refusal were left to the schedule.
 func TestRemotePaymentDeducts(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		must(t, func() error { return e.place("o-pay", "card-1", 3) })
@@ -592,6 +600,7 @@ func TestRemotePaymentDeducts(t *testing.T) {
 // once. Breaks if the answer were recorded before the fault point, or the
 // retry used a fresh key.
 func TestRemoteFaultAfterCall(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for _, path := range releasePaths {
 			t.Run(path, func(t *testing.T) {
@@ -636,6 +645,7 @@ func TestRemoteFaultAfterCall(t *testing.T) {
 // task (a second call, a DUPLICATE, Calls above the tries) or a batch
 // lost a call's answer (a call without its attempt).
 func TestRemoteTwoInstancesDrain(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		const orders, keys = 60, 6
 		svc := remotetest.New(remotetest.Options{Seed: 11})
@@ -646,7 +656,7 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 			t.Fatal(err)
 		}
 		clock := modelstest.NewClock()
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		var stores []*models.Store
 		for range 2 {
 			s, err := models.Open(t.Context(), dsn, remoteStoreOptions(clock, client, nil))
@@ -654,9 +664,6 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			if _, err := s.Migrate(t.Context()); err != nil {
-				t.Fatal(err)
-			}
 			stores = append(stores, s)
 		}
 		e := remoteEnv{bundle: bundle{s: stores[0], clock: clock, ctx: t.Context(), svc: svc}, client: client}
@@ -767,6 +774,7 @@ func heldDiffs(diffs []models.Diff) []models.Diff {
 // (the ledger of calls no longer matches the holds). Breaks if either
 // check were missing or compared the wrong amounts.
 func TestRemoteReconcileFindsEdits(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		must(t, func() error { return e.place("o-a", "card-1", 3) })
@@ -796,6 +804,7 @@ func TestRemoteReconcileFindsEdits(t *testing.T) {
 // it goes unseen, and nothing fails; the own-ledger check still runs.
 // Breaks if a 404 were taken for a failed service (an error) or for held 0.
 func TestRemoteReconcileWithoutHolds(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{noHolds: true})
 		must(t, func() error { return e.place("o-n", "card-1", 3) })
@@ -825,6 +834,7 @@ func TestRemoteReconcileWithoutHolds(t *testing.T) {
 // closes it. Breaks if a failed service failed the run, or its keys'
 // tickets were auto-closed as if checked.
 func TestRemoteReconcileServiceDown(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{timeout: 300 * time.Millisecond})
 		must(t, func() error { return e.place("o-d", "card-1", 3) })
@@ -879,6 +889,7 @@ func openHeld(t *testing.T, e remoteEnv) []models.DiffTicket {
 // clean. Breaks if the HELD check compared a key whose call was under way
 // (a release landed between unhold's read and the service's answer).
 func TestRemoteReconcileNoPhantomWhileReleasing(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		const orders, keys = 60, 4
 		e := newRemoteEnv(t, d, remoteOpts{})
@@ -1028,6 +1039,7 @@ func TestRemoteReconcileNoPhantomWhileReleasing(t *testing.T) {
 // keys the locks were sent with. Breaks if an aborted placement released
 // only the holds whose locks were refused, or none of a type.
 func TestRemotePlacementOneOfTwoLocksRefused(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		e.svc.Next(1, remotetest.Answer{Status: http.StatusUnprocessableEntity, Body: `{"code":"SHORT"}`})
@@ -1073,6 +1085,7 @@ func TestRemotePlacementOneOfTwoLocksRefused(t *testing.T) {
 // done: one DEDUCT row, the hold deducted, the card spent once. Breaks if
 // a DUPLICATE from the service left a DEDUCT task's hold undeducted.
 func TestRemoteDeductFaultAfterCall(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		var fired atomic.Int32
 		faults := func(point string, tk *models.ReleaseTask) error {
@@ -1117,6 +1130,7 @@ func TestRemoteDeductFaultAfterCall(t *testing.T) {
 // CRASHED, and one RELEASE row is written. Breaks if the lease's fence
 // let a worker record a call after its lease was taken over.
 func TestRemoteLeaseLostDuringCall(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		e.placeClosed(t, "o-ll", "card-1", 2)
@@ -1177,6 +1191,7 @@ func TestRemoteLeaseLostDuringCall(t *testing.T) {
 // task is recorded without a second call. Breaks if the answer were lost
 // with the transaction (a second call: Calls 2 and a DUPLICATE).
 func TestRemoteBatchNotCommittedKeepsAnswers(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		var stall atomic.Bool
 		faults := func(point string, tk *models.ReleaseTask) error {
@@ -1221,6 +1236,7 @@ func TestRemoteBatchNotCommittedKeepsAnswers(t *testing.T) {
 // batch, each result in its task's place. Breaks if a failed call's
 // result were put on another task, or failed its batch.
 func TestRemoteBatchWithOneFailedCall(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		var fired atomic.Int32
 		faults := func(point string, tk *models.ReleaseTask) error {
@@ -1267,6 +1283,7 @@ func TestRemoteBatchWithOneFailedCall(t *testing.T) {
 // client and the service disagreed on the key's path (the holds answer
 // would name another key, and the service's check fail every run).
 func TestRemoteOddKey(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		key := "GC:01.x_y-Z" + strings.Repeat("9", 53)
@@ -1302,6 +1319,7 @@ func TestRemoteOddKey(t *testing.T) {
 // empty rollback of a lock that never landed. Breaks if the HELD check
 // compared a key whose aborted placement's release is still to be sent.
 func TestRemoteReconcileAfterAbortedPlacement(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		must(t, func() error { return e.place("o-held", "card-1", 2) })
@@ -1331,6 +1349,7 @@ func TestRemoteReconcileAfterAbortedPlacement(t *testing.T) {
 // wrong, the retry's DUPLICATE makes them agree. Breaks if the HELD check
 // compared a key whose last call's outcome unhold does not know.
 func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		for name, lost := range map[string]remotetest.Faults{
 			"dropped after the apply":    {DropRate: 1, DropAfterApply: true},
@@ -1371,6 +1390,7 @@ func TestRemoteReconcileAfterUnansweredRelease(t *testing.T) {
 // for a task whose lease has ended (a call on behalf of no one, which
 // another worker holding the task may be making at the same time).
 func TestRemoteNoCallAfterLeaseEnded(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		var stall, fail atomic.Bool
 		faults := func(point string, tk *models.ReleaseTask) error {
@@ -1419,6 +1439,7 @@ func TestRemoteNoCallAfterLeaseEnded(t *testing.T) {
 // service is down; it is not "gone". Breaks if a 404 on /holds closes the
 // open HELD tickets of the type as if their diffs had gone.
 func TestRemoteReconcileHolds404KeepsTickets(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		must(t, func() error { return e.place("o-4", "card-1", 3) })
@@ -1449,6 +1470,7 @@ func TestRemoteReconcileManyKeys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("tens of thousands of ledger rows: a minute under -race on SQLite")
 	}
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		e := newRemoteEnv(t, d, remoteOpts{})
 		keys, series := 17_000, `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?) SELECT n FROM g`

@@ -14,10 +14,11 @@ import (
 // that placed and closed the order declared gift_wrap, the store that
 // releases it does not.
 func TestTaskOfAnUndeclaredTypeGoesManual(t *testing.T) {
+	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
 		ctx := context.Background()
 		clock := modelstest.NewClock()
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		open := func(opt models.Options) *models.Store {
 			opt.Now = clock.Now
 			s, err := models.Open(ctx, dsn, opt)
@@ -25,9 +26,6 @@ func TestTaskOfAnUndeclaredTypeGoesManual(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = s.Close() })
-			if _, err := s.Migrate(ctx); err != nil {
-				t.Fatal(err)
-			}
 			return s
 		}
 		before := open(models.Options{Declared: []models.DeclaredType{{Type: "gift_wrap"}}})

@@ -19,9 +19,12 @@ type bundle struct {
 	svc *remotetest.Service
 }
 
-// eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL.
+// eachEngine runs fn as a parallel subtest on SQLite and on PostgreSQL;
+// t itself runs in parallel too, so the pair overlaps other tests instead
+// of holding the run until its slower engine is done.
 func eachEngine(t *testing.T, fn func(t *testing.T, b bundle)) {
 	t.Helper()
+	t.Parallel()
 	for _, d := range modelstest.Engines {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -43,6 +43,7 @@ func TestAuditTextClipped(t *testing.T) {
 // on a character boundary: cutting it mid-character made PostgreSQL refuse
 // the row, so the failure was not recorded at all.
 func TestReleaseErrorClipped(t *testing.T) {
+	t.Parallel()
 	for _, d := range []models.Dialect{models.SQLite, models.Postgres} {
 		t.Run(string(d), func(t *testing.T) {
 			t.Parallel()

@@ -43,6 +43,9 @@ func loginFrom(t *testing.T, b bundle, addr, name, password string) *httptest.Re
 // signed in from before must still let the right password in; a fresh
 // address stays under the ceiling.
 func TestAttackNameCeilingLocksOutForGood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: about fifty argon2id logins per engine")
+	}
 	t.Parallel()
 	open := func(t *testing.T, d models.Dialect) bundle {
 		clock := modelstest.NewClock()

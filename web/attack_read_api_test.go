@@ -15,6 +15,9 @@ import (
 // Hostile input to the read API, by every role: never a 500, and every
 // refusal a 4xx with a code.
 func TestAttackReadAPIHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: 3,000 hostile requests per engine")
+	}
 	t.Parallel()
 	svc := remotetest.New(remotetest.Options{})
 	eachEngineWith(t, withGiftCards(svc), func(t *testing.T, b bundle) {

@@ -27,6 +27,9 @@ import (
 // (.ci/run installs Debian's chromium).
 func chromium(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: the browser tests start Chromium and take tens of seconds")
+	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p

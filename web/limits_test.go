@@ -92,12 +92,10 @@ func TestLongPathUnderBoundIsAuditedClipped(t *testing.T) {
 func TestSQLiteBusyIs503(t *testing.T) {
 	t.Parallel()
 	clock := modelstest.NewClock()
-	path := modelstest.DSN(t, models.SQLite)
+	path := modelstest.MigratedDSN(t, models.SQLite)
 	s, err := models.Open(context.Background(), path, models.Options{Now: clock.Now, BusyTimeout: 50 * time.Millisecond})
 	try(t, "open", err)
 	t.Cleanup(func() { _ = s.Close() })
-	_, err = s.Migrate(context.Background())
-	try(t, "migrate", err)
 	b := newBundle(s, clock)
 	seedShop(t, b)
 

@@ -336,6 +336,7 @@ func TestAuditRerunOnChainPage(t *testing.T) {
 // links to it, the target links to the order it names, the detail is in
 // the viewer's language; an unknown id is a 404, a bad one a 400.
 func TestAuditEntryPage(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedShop(t, b)
 		_, err := b.s.CloseOrder(b.ctx, "held-1", models.TriggerUserCancel, "u1")

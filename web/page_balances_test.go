@@ -12,6 +12,7 @@ import (
 // A user's balance shows frozen against available while an order holds it,
 // and the ledger shows the freeze and its release with before → after.
 func TestBalancesFreezeAndRelease(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 5, 0, "ops:1")
 		try(t, "stock", err)
@@ -76,6 +77,7 @@ func TestBalancesFreezeAndRelease(t *testing.T) {
 
 // The account ledger pages newest first.
 func TestBalancesPages(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for range 55 {
 			_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, 10, "ops:1")
@@ -113,6 +115,7 @@ func TestBalancesPages(t *testing.T) {
 // the balance rows show none. Breaks if the page hides the expiry or the
 // row's move.
 func TestBalancesPointsExpiry(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		start := b.clock.Now()
 		day := 24 * time.Hour

@@ -58,6 +58,7 @@ func ledTotals(t *testing.T, body string, want map[string]int64) {
 // The coupon ledger counts platform and merchant coupons apart and marks
 // each row's cost bearer; a user's view answers where their coupons went.
 func TestCouponLedgerOwners(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cs := seedCoupons(t, b)
 
@@ -121,6 +122,7 @@ func TestCouponLedgerOwners(t *testing.T) {
 
 // The coupon ledger pages newest first by (time, id), each row once.
 func TestCouponLedgerPages(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		exp := b.clock.Now().Add(30 * 24 * time.Hour)
 		for i := range 70 {

@@ -14,6 +14,7 @@ import (
 // whose stock is held by a PENDING order and by an unfinished release task
 // reconciles.
 func TestInventoryFlagsHandEdit(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, id := range []string{"sku-1", "sku-2", "sku-3"} {
 			_, err := b.s.SetStock(b.ctx, id, 10, 0, "test")
@@ -74,6 +75,7 @@ func TestInventoryFlagsHandEdit(t *testing.T) {
 // The SKU list pages by id and filters by prefix, exactly (LIKE's
 // wildcards are plain characters).
 func TestInventoryPagesAndPrefix(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i := range 55 {
 			_, err := b.s.SetStock(b.ctx, fmt.Sprintf("a-%02d", i), int64(i), 0, "test")
@@ -116,6 +118,7 @@ func TestInventoryPagesAndPrefix(t *testing.T) {
 
 // A SKU's ledger lists its rows newest first with order links, 50 a page.
 func TestSKULedgerRowsAndPages(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i := range 60 {
 			_, err := b.s.SetStock(b.ctx, "sku-1", int64(100+i), 0, "ops:1")

@@ -442,6 +442,7 @@ func TestJobsOneJobPages(t *testing.T) {
 // Without a scheduler in the process the page still shows what the
 // database recorded, says so, and runs nothing.
 func TestJobsPageWithoutScheduler(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		sh := jbShanghai(t)
 		b = jbBundle(b.s, b.clock, nil, sh)

@@ -17,6 +17,7 @@ func ledRows(body, prefix string) []string {
 
 // Bad query parameters answer the 400 page, not a 500, on every ledger page.
 func TestLedgerPagesBadParams(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 3, 0, "test")
 		try(t, "stock", err)

@@ -56,6 +56,7 @@ func followAll(t *testing.T, b bundle, page string) []string {
 // the chain's "does not reconcile" links to the key's open ticket once a
 // reconciliation has opened it.
 func TestLinksFollowed(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := ordManualOrder(t, b)
 		viewer := b.as(b.mustSignIn("cs", auth.RoleViewer))
@@ -114,6 +115,7 @@ func TestLinksFollowed(t *testing.T) {
 // The orders list shows each order's release state, filters by each one
 // with its total, and refuses a state it does not know.
 func TestOrdersListReleaseFilter(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b) // m-1: MANUAL
 		_, err := b.s.SetStock(b.ctx, "sku-2", 100, 0, "test")
@@ -191,6 +193,7 @@ func TestOrdersListReleaseFilter(t *testing.T) {
 // orders, each linked; an id nothing carries is a 404 that says so, and an
 // id that cannot be one is refused, never a 500.
 func TestUserPage(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := ordManualOrder(t, b)
 		_, err := b.s.Credit(b.ctx, "u1", models.AssetPoints, 1234, "test")
@@ -251,6 +254,7 @@ func TestUserPage(t *testing.T) {
 
 // The SKU list says how many SKUs its prefix selects.
 func TestInventoryTotal(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, sku := range []string{"sku-1", "sku-2", "x-1"} {
 			_, err := b.s.SetStock(b.ctx, sku, 1, 0, "test")

@@ -89,6 +89,7 @@ func ordTask(t *testing.T, b bundle, typ models.ResourceType) models.ReleaseTask
 // questions per resource, offers Rerun for stock only, and shows the
 // failure in the timeline, in both languages.
 func TestOrderChainManualInventory(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := ordManualOrder(t, b)
 		body := getPage(t, b, "/orders/m-1", false, http.StatusOK)
@@ -153,6 +154,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 
 // The print view keeps the answers and drops the actions.
 func TestOrderChainPrint(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
 		body := getPage(t, b, "/orders/m-1", false, http.StatusOK)
@@ -174,6 +176,7 @@ func TestOrderChainPrint(t *testing.T) {
 // Unknown orders are a 404 that says which number was not found; a number
 // that cannot be one is a 400.
 func TestOrderChainNotFound(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, en := range []bool{false, true} {
 			body := getPage(t, b, "/orders/no-such-order", en, http.StatusNotFound)
@@ -192,6 +195,7 @@ func TestOrderChainNotFound(t *testing.T) {
 // An order that is PENDING, and one that was paid, answer that nothing was
 // or needs to be released and that everything reconciles.
 func TestOrderChainPendingAndPaid(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedShop(t, b)
 		held := getPage(t, b, "/orders/held-1", false, http.StatusOK)
@@ -225,6 +229,7 @@ func TestOrderChainPendingAndPaid(t *testing.T) {
 // what the ledger already holds, and asks for a reason; with nothing to
 // rerun it says so with a 409.
 func TestRerunPreview(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := ordManualOrder(t, b)
 		before := snapshot(t, b)
@@ -295,6 +300,7 @@ func TestRerunPreview(t *testing.T) {
 // keeps the reason, wakes the worker, and changes nothing else; a second
 // one finds nothing to rerun; a missing or too long reason changes nothing.
 func TestRerunSubmit(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
 		path := "/orders/m-1/resources/inventory/rerun"
@@ -421,6 +427,7 @@ func ordRows(body string) []string {
 // Following "next page" links walks 120 orders in three pages, newest
 // first, each once; the links keep the filters.
 func TestOrdersListPages(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
 		try(t, "stock", err)
@@ -483,6 +490,7 @@ func TestOrdersListPages(t *testing.T) {
 // Every filter narrows the list; a pasted number is trimmed; dates are days
 // in the viewer's time zone; a bad filter is a 400 that says why.
 func TestOrdersListFilters(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test")
 		try(t, "stock", err)
@@ -558,6 +566,7 @@ func TestOrdersListFilters(t *testing.T) {
 // The chain page of the MANUAL order, on the fixed test clock, matches the
 // golden file; refresh it with go test ./web/ -run Golden -update.
 func TestOrderChainGolden(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		ordManualOrder(t, b)
 		checkGolden(t, "order_chain.golden.html", getPage(t, b, "/orders/m-1", false, http.StatusOK))

@@ -19,6 +19,7 @@ import (
 // list, the charts are inline SVG, and the oldest due task turns red past
 // ten minutes.
 func TestOverviewNumbers(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
 		try(t, "sku-a", err)
@@ -155,6 +156,7 @@ func TestOverviewNumbers(t *testing.T) {
 // else is refused and reads nothing. Every range's page carries the live
 // stamp: when it was drawn, and how often the script redraws it.
 func TestOverviewRange(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
 		try(t, "sku-a", err)
@@ -215,6 +217,7 @@ func TestOverviewRange(t *testing.T) {
 
 // An empty shop renders an overview of zeros with empty states.
 func TestOverviewEmpty(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		waitDiffCount(t, b)
 		for _, en := range []bool{false, true} {
@@ -251,6 +254,7 @@ func waitDiffCount(t *testing.T, b bundle) {
 // the database: "—" with none, each figure red past the 2 s target, and a
 // chart with the target drawn.
 func TestOverviewLatency(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-a", 100, 0, "test")
 		try(t, "sku-a", err)

@@ -152,6 +152,7 @@ func auditCount(t *testing.T, b bundle, action string) int64 {
 
 // Before any run the page says how reconciliation runs and offers the button.
 func TestReconPageBeforeAnyRun(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		body := getPageBoth(t, b, "/recon", "", http.StatusOK)
 		requireText(t, body, "recon-no-run", "还没有运行过对账。对账每天 03:00 自动运行（时间可配置），也可随时运行：点上面的按钮、执行 unhold reconcile，或调用 POST /api/v1/reconcile。")
@@ -169,6 +170,7 @@ func TestReconPageBeforeAnyRun(t *testing.T) {
 // open tickets; the page then lists each planted diff with its sign, its
 // links and its orders.
 func TestReconAPIAndPage(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		pl := reconPlant(t, b)
 		got := must[reconAnswer](t, b, http.StatusOK, http.MethodPost, "/api/v1/reconcile", "")
@@ -296,6 +298,7 @@ func slicesHas(ids []int64, id int64) bool {
 
 // The API refuses any body but nothing or {}.
 func TestReconAPIRefusesBodies(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, body := range []string{`{"force":true}`, `null`, `[]`, `{} {}`, `{`} {
 			wantError(t, b.call(http.MethodPost, "/api/v1/reconcile", body), http.StatusBadRequest, "INVALID_INPUT")
@@ -332,6 +335,7 @@ func waitRun(t *testing.T, b bundle, after int64) models.ReconRun {
 // second press while a run is RUNNING starts nothing, unless that run is
 // stale.
 func TestReconRunButton(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		reconPlant(t, b)
 		body := reconFlash(t, b, postForm(b, "/recon/run", nil, false), false, "/recon", true, "对账已开始，稍后刷新本页查看结果。")
@@ -388,6 +392,7 @@ func TestReconRunButton(t *testing.T) {
 // step is audited and flashed, and a move its status does not allow is
 // refused with the reason.
 func TestReconTicketWorkflow(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		reconPlant(t, b)
 		must[reconAnswer](t, b, http.StatusOK, http.MethodPost, "/api/v1/reconcile", "")
@@ -480,6 +485,7 @@ func TestReconTicketWorkflow(t *testing.T) {
 // Once the planted data is fixed, the next run closes the tickets
 // automatically, and the pages say so.
 func TestReconAutoClose(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		pl := reconPlant(t, b)
 		first := must[reconAnswer](t, b, http.StatusOK, http.MethodPost, "/api/v1/reconcile", "")
@@ -532,6 +538,7 @@ func TestReconAutoClose(t *testing.T) {
 // The list pages through exactly the tickets each filter keeps, newest
 // first, by the next-page links.
 func TestReconListPages(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for i := range 60 {
 			_, err := b.s.SetStock(b.ctx, fmt.Sprintf("k-%02d", i), 10, 0, "test")
@@ -595,6 +602,7 @@ func TestReconListPages(t *testing.T) {
 // Bad parameters are 400 pages, unknown tickets 404 pages; both say what
 // is wrong in either language.
 func TestReconBadParams(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, path := range []string{
 			"/recon?status=CLOSED", "/recon?resource=stock", "/recon?sign=2", "/recon?sign=%2B1",

@@ -67,6 +67,7 @@ func shanghaiShop(t *testing.T, d models.Dialect) bundle {
 // The daily report totals a day's flows by resource and type, with the
 // day's bounds in the shop's business zone, and the days around it.
 func TestDailyReportTotals(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
 		body := getPageBoth(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
@@ -115,6 +116,7 @@ func TestDailyReportTotals(t *testing.T) {
 // A shop whose business zone is UTC has the whole history on the 29th,
 // for a viewer in Shanghai too.
 func TestDailyReportBusinessZone(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
 		body := getPageBoth(t, b, "/reports/daily?date=2026-11-29", shanghai, http.StatusOK)
@@ -133,6 +135,7 @@ func TestDailyReportBusinessZone(t *testing.T) {
 // UTF-8 with a BOM, header and codes in the viewer's language, RFC 4180
 // quoting, formula cells neutralised and plain negative numbers left alone.
 func TestDailyReportCSV(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
 		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "en", "UTC")
@@ -210,6 +213,7 @@ func TestDailyReportCSV(t *testing.T) {
 
 // csvText's rule, cell by cell.
 func TestDailyReportCSVNeutralises(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, actor := range []string{"+1", "-1", "@SUM(A1)", "\tx", "\rx", "=1"} {
 			_, err := b.s.SetStock(b.ctx, "sku-1", 1, 0, actor)

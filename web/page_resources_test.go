@@ -44,6 +44,7 @@ func placeHolding(t *testing.T, b bundle, no, key string, qty int64) {
 // A shop that declared no resource type has no Resources entry, and no
 // type's page.
 func TestResourcesNavNone(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		body := getPageBoth(t, b, "/", "", http.StatusOK)
 		requireElement(t, body, "nav-resources", false)
@@ -55,6 +56,7 @@ func TestResourcesNavNone(t *testing.T) {
 // The navigation has one Resources entry, opening the first declared type,
 // whose page links the others.
 func TestResourcesNav(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		for _, en := range []bool{false, true} {
 			body := getPage(t, b, "/", en, http.StatusOK)
@@ -82,6 +84,7 @@ func TestResourcesNav(t *testing.T) {
 // A type's keys page by key, 50 a page, filter by an exact,
 // case-sensitive prefix, and say how many there are.
 func TestResourcesListPagesAndPrefix(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		for i := range 55 {
 			setDeclared(t, b, "gift_wrap", fmt.Sprintf("a-%02d", i), int64(i))
@@ -145,6 +148,7 @@ func TestResourcesListPagesAndPrefix(t *testing.T) {
 // Past DeclaredCountCap keys the list says "more than" instead of counting
 // them all.
 func TestResourcesListCountCap(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		try(t, "keys", b.s.W.Exec(`INSERT INTO declared_counters (resource_type, biz_key, updated_at)
 			WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i <= ?)
@@ -159,6 +163,7 @@ func TestResourcesListCountCap(t *testing.T) {
 // A built-in or unknown type, or a key the type lacks, answers 404 saying
 // which, and where to look instead.
 func TestResourcesNotFound(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box-1", 1)
 		_, err := b.s.SetStock(b.ctx, "sku-1", 3, 0, "test")
@@ -196,6 +201,7 @@ func TestResourcesNotFound(t *testing.T) {
 // release tasks holding it (each linking its order), whether locked
 // reconciles, and its ledger newest first.
 func TestResourceKeyHolders(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box-1", 10)
 		b.clock.Advance(time.Minute)
@@ -261,6 +267,7 @@ func TestResourceKeyHolders(t *testing.T) {
 
 // The holders list stops at models.KeyHolders and says how many there are.
 func TestResourceKeyHoldersBounded(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box-1", 100)
 		for i := range models.KeyHolders + 2 {
@@ -277,6 +284,7 @@ func TestResourceKeyHoldersBounded(t *testing.T) {
 
 // A key's ledger pages 50 rows at a time, newest first.
 func TestResourceKeyLedgerPages(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		for i := range 60 {
 			setDeclared(t, b, "gift_wrap", "box-1", int64(100+i))
@@ -327,6 +335,7 @@ func declaredState(t *testing.T, b bundle) string {
 // missing key is refused, and none of them changes anything. A viewer sees
 // no form.
 func TestResourceSetForm(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box-1", 10)
 		placeHolding(t, b, "o-1", "box-1", 4)
@@ -407,6 +416,7 @@ func TestResourceSetForm(t *testing.T) {
 // A declared key links to its page from the reconciliation tickets and the
 // order chain, as the built-in types' keys do.
 func TestDeclaredKeysLinked(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box:1", 10)
 		placeHolding(t, b, "o-1", "box:1", 2)
@@ -429,6 +439,7 @@ func TestDeclaredKeysLinked(t *testing.T) {
 // clock, matches the golden file; refresh it with go test ./web/ -run
 // Golden -update.
 func TestResourceKeyGolden(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, withDeclared, func(t *testing.T, b bundle) {
 		setDeclared(t, b, "gift_wrap", "box-1", 10)
 		b.clock.Advance(time.Minute)

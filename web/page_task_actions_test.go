@@ -31,6 +31,7 @@ func tkTaskOf(t *testing.T, b bundle, no string, typ models.ResourceType) int64 
 // shows "next run" only for tasks that will run; and says in words why a
 // MANUAL task stopped.
 func TestTasksKeyWindowAndWhy(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		start := b.clock.Now()
 		tkShop(t, b, 4)
@@ -108,6 +109,7 @@ func taskListRow(body, id string) string {
 
 // A task's retries ran out: its reason counts them and quotes the last error.
 func TestTaskWhyExhausted(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 0)
 		id := tkTaskOf(t, b, "r-1", models.ResInventory)
@@ -130,6 +132,7 @@ func TestTaskWhyExhausted(t *testing.T) {
 // status (a double submit is refused and changes nothing), audited on the
 // task, shown in its history; the API does the same.
 func TestTaskRerunPageAndAPI(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 0)
 		id := tkTaskOf(t, b, "m-1", models.ResInventory)
@@ -185,6 +188,7 @@ func TestTaskRerunPageAndAPI(t *testing.T) {
 // nothing is released; the next reconciliation's ticket names the task,
 // who abandoned it and why.
 func TestTaskAbandonPageAndAPI(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 0)
 		id := tkTaskOf(t, b, "m-1", models.ResInventory)

@@ -100,6 +100,7 @@ func tkShop(t *testing.T, b bundle, n int) {
 // The list pages through every task newest first with no gap and no
 // repeat, and each filter shows exactly its tasks.
 func TestTasksListFiltersAndPages(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 70)
 		all := tkTasks(t, b)
@@ -226,6 +227,7 @@ func TestTasksListFiltersAndPages(t *testing.T) {
 
 // Parameters that name nothing real answer the 400 page, not a 500.
 func TestTasksBadParams(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for _, path := range []string{
 			"/tasks?status=NOPE", "/tasks?type=gold", "/tasks?class=SOMETIMES", "/tasks?older=abc",
@@ -251,6 +253,7 @@ func TestTasksBadParams(t *testing.T) {
 // A task page shows the task, every attempt, and links to its order and
 // its order's rerun.
 func TestTaskDetail(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 2)
 		var retry models.ReleaseTask
@@ -298,6 +301,7 @@ func TestTaskDetail(t *testing.T) {
 // filter keeps; the POST makes exactly those due in one transaction, with
 // one audit row, and wakes the worker; refusals change nothing.
 func TestBulkRerunPages(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 4)
 		// Without a type, or with a status that cannot be rerun: a 400 page

@@ -223,6 +223,7 @@ func checkGolden(t *testing.T, name, got string) {
 // The layout speaks Chinese by default and English once switched; the
 // switch is remembered in a cookie and comes back to the same page.
 func TestLanguageSwitch(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		rec := b.call(http.MethodGet, "/no/such/page", "")
 		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "页面不存在") {
@@ -249,6 +250,7 @@ func TestLanguageSwitch(t *testing.T) {
 
 // API paths keep answering JSON errors; pages answer HTML.
 func TestErrorsByAudience(t *testing.T) {
+	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		api := b.call(http.MethodGet, "/api/v1/nope", "")
 		if !strings.HasPrefix(api.Header().Get("Content-Type"), "application/json") {

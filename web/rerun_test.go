@@ -31,6 +31,7 @@ type rerunPreviewJSON struct {
 // The API rerun needs a reason, by the page's rule; a dry run answers the
 // page's preview and changes and audits nothing.
 func TestAPIRerunReasonAndDryRun(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		tkShop(t, b, 2)
 		const path = "/api/v1/orders/m-1/resources/inventory/rerun"
@@ -82,6 +83,7 @@ func TestAPIRerunReasonAndDryRun(t *testing.T) {
 // 重试耗尽 filter, on the order chain and in the rerun preview: "8 of 8
 // tries failed; last: TIMEOUT …", Chinese first.
 func TestRetryExhaustedPages(t *testing.T) {
+	t.Parallel()
 	eachEngineWith(t, tkBundle, func(t *testing.T, b bundle) {
 		_, err := b.s.SetStock(b.ctx, "sku-a", 10, 0, "test")
 		try(t, "sku-a", err)

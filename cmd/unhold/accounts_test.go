@@ -9,6 +9,7 @@ import (
 
 	"unhold/auth"
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // The first admin comes from the command line, with the password on
@@ -97,14 +98,7 @@ func TestUserAndTokenCommands(t *testing.T) {
 func TestDemoUsers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := models.Open(ctx, filepath.Join(t.TempDir(), "demo.db"), models.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := modelstest.Open(t, models.SQLite, models.Options{})
 	a := auth.New(s, auth.Options{})
 	var out strings.Builder
 	if err := demoUsers(ctx, a, &out); err != nil {

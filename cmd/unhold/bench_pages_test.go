@@ -45,7 +45,7 @@ func TestPageProberCountsNon200(t *testing.T) {
 // finds the admin's whole nav, and every page it lists answers 200.
 func TestPageProberSignsInAndFetchesEveryPage(t *testing.T) {
 	t.Parallel()
-	db, s := migratedSQLite(t, "pages.db")
+	db, s := migratedSQLite(t)
 	ctx := context.Background()
 	if _, err := s.SetStock(ctx, benchSKU(0), 1, 0, "test"); err != nil {
 		t.Fatal(err)

@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"unhold/models"
-	"unhold/models/modelstest"
 )
 
 // The demo shop spans a week with the rhythm of a real one: busy evenings
@@ -17,22 +14,16 @@ import (
 // given back by hand, tries exhausted), and its retries waited as
 // RetrySchedule says.
 func TestDemoShopSpansAWeek(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a demo shop of 1200 orders: tens of seconds")
+	}
 	t.Parallel()
-	dsn := modelstest.DSN(t, models.SQLite)
-	ctx := context.Background()
-	s, err := models.Open(ctx, dsn, models.Options{})
+	dsn, now, _ := sqliteDemoShop(t)
+	s, err := models.Open(context.Background(), dsn, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	now := time.Now().UTC()
-	if _, err := demoShop(ctx, dsn, models.Options{Logger: log}, 1200, now, log); err != nil {
-		t.Fatal(err)
-	}
 	var orders []models.Order
 	if err := s.R.Select("created_at").Find(&orders).Error; err != nil {
 		t.Fatal(err)

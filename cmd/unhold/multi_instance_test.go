@@ -18,16 +18,19 @@ import (
 	"unhold/models/modelstest"
 )
 
-// Multi-instance sizes: the 20,000 tasks over three worker pools,
-// each an unhold worker process of its own on one PostgreSQL schema.
+// Multi-instance sizes: 3,000 tasks over three worker pools, each an
+// unhold worker process of its own on one PostgreSQL schema. That is
+// fifteen claims of the default batch of 200, five per process, enough
+// for claims that collide (taken without a row lock, say) to show as a
+// task released twice or a process left with less than its share.
 const (
-	multiTasks   = 20_000
+	multiTasks   = 3_000
 	multiWorkers = 3
 	multiSKUs    = 100
 )
 
 // Three unhold worker processes on one PostgreSQL schema drain a backlog
-// of 20,000 release tasks: every task is DONE, released exactly once (one
+// of 3,000 release tasks: every task is DONE, released exactly once (one
 // RELEASE ledger row each, no DUPLICATE attempt), the books reconcile, the
 // stock is all back, and each process did a real share of the work. Then
 // a close committed by none of them wakes them at once.
@@ -35,17 +38,14 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 	t.Parallel()
 	// The test is about sharing and exactly once, not durability: without
 	// a disk flush per commit the run is bound by the CPU, not by the
-	// flushes of 20,000 release transactions.
-	dsn := modelstest.DSN(t, models.Postgres) + "&synchronous_commit=off"
+	// flushes of thousands of release transactions.
+	dsn := modelstest.MigratedDSN(t, models.Postgres) + "&synchronous_commit=off"
 	ctx := context.Background()
 	s, err := models.Open(ctx, dsn, models.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
 	closedBacklog(t, s)
 	modelstest.CheckInvariants(t, s)
@@ -53,9 +53,14 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 	t.Logf("%d closed orders with one due task each in %s", multiTasks, time.Since(start).Round(time.Millisecond))
 
 	start = time.Now()
+	// Started together: one that came up a second after the others would
+	// find most of the backlog released already.
 	var workers []*workerProcess
 	for i := range multiWorkers {
 		workers = append(workers, startWorker(t, dsn, fmt.Sprintf("mi-w%d", i+1)))
+	}
+	for _, w := range workers {
+		w.waitRunning(t)
 	}
 	waitAllDone(t, s)
 	t.Logf("%d processes released %d tasks in %s", multiWorkers, multiTasks, time.Since(start).Round(time.Millisecond))
@@ -137,7 +142,7 @@ func TestMultiInstanceWorkersShareTheBacklog(t *testing.T) {
 // domain would: the orders CLOSED, their holds, the LOCK ledger rows
 // chained per SKU, the stock moved to locked, and one due release task per
 // order. One order at a time through PlaceOrder and CloseOrder would take
-// minutes on a loaded machine.
+// tens of seconds on a loaded machine.
 func closedBacklog(t *testing.T, s *models.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -195,21 +200,22 @@ func multiSKU(k int) string { return fmt.Sprintf("mi-sku-%03d", k) }
 // workerProcess is one unhold worker started from the test binary (see
 // TestMain), logging to a file of its own.
 type workerProcess struct {
-	id   string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
+	id    string
+	cmd   *exec.Cmd
+	log   string
+	first chan string // its first line on stdout; closed if it exits first
+	done  chan struct{}
 }
 
-// startWorker runs "unhold worker" with one pool named id on dsn and
-// waits until it says it runs.
+// startWorker runs "unhold worker" with one pool named id on dsn;
+// waitRunning waits until it says it runs.
 func startWorker(t *testing.T, dsn, id string) *workerProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &workerProcess{id: id, log: filepath.Join(t.TempDir(), id+".log"), done: make(chan struct{})}
+	w := &workerProcess{id: id, log: filepath.Join(t.TempDir(), id+".log"), first: make(chan string, 1), done: make(chan struct{})}
 	logf, err := os.Create(w.log)
 	if err != nil {
 		t.Fatal(err)
@@ -223,16 +229,15 @@ func startWorker(t *testing.T, dsn, id string) *workerProcess {
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	first := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			select {
-			case first <- sc.Text():
+			case w.first <- sc.Text():
 			default:
 			}
 		}
-		close(first)
+		close(w.first)
 		_ = w.cmd.Wait()
 		logf.Close()
 		close(w.done)
@@ -241,15 +246,20 @@ func startWorker(t *testing.T, dsn, id string) *workerProcess {
 		_ = w.cmd.Process.Kill()
 		<-w.done
 	})
+	return w
+}
+
+// waitRunning waits until the worker says it runs.
+func (w *workerProcess) waitRunning(t *testing.T) {
+	t.Helper()
 	select {
-	case _, ok := <-first:
+	case _, ok := <-w.first:
 		if !ok {
-			t.Fatalf("unhold worker %s exited at start:\n%s", id, w.tail())
+			t.Fatalf("unhold worker %s exited at start:\n%s", w.id, w.tail())
 		}
 	case <-time.After(time.Minute):
-		t.Fatalf("unhold worker %s did not start:\n%s", id, w.tail())
+		t.Fatalf("unhold worker %s did not start:\n%s", w.id, w.tail())
 	}
-	return w
 }
 
 // stop ends the worker as a deploy would (SIGTERM) and checks that it

@@ -101,16 +101,13 @@ func TestRemoteWorkerKilledAfterCall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dsn := modelstest.DSN(t, d)
+		dsn := modelstest.MigratedDSN(t, d)
 		s, err := models.Open(ctx, dsn, models.Options{Logger: modelstest.QuietLog(),
 			Remote: []models.RemoteType{{Type: "giftcard", Label: models.Label{Zh: "礼品卡", En: "Gift card"}, Client: client}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = s.Close() })
-		if _, err := s.Migrate(ctx); err != nil {
-			t.Fatal(err)
-		}
 		if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 			t.Fatal(err)
 		}

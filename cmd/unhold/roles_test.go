@@ -103,7 +103,7 @@ func get(t *testing.T, url string) int {
 // serves only /healthz and /metrics on -metrics-addr. Both stop cleanly.
 func TestWebClosesAndWorkerReleases(t *testing.T) {
 	t.Parallel()
-	db, s := migratedSQLite(t, "roles.db")
+	db, s := migratedSQLite(t)
 	ctx := context.Background()
 	if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
 		t.Fatal(err)
@@ -197,7 +197,12 @@ func TestSubcommandsStartAndStop(t *testing.T) {
 // unhold bench runs end to end on a small shop and reports clean
 // invariants, every order released and, unless -pages=false, dashboard
 // pages fetched as a signed-in admin without an error. Only correctness is
-// asserted, never timing.
+// asserted, never timing. A backlog places two orders on each of the
+// bench's 100 SKUs, so that a batch releases some SKU twice (a batch that
+// gave back one unit for two fails it). A burst's batches hold a few
+// tasks each at 200 orders as at 50 (that defect passes both), so a burst
+// places 50, or 30 holding all six types (its one activity's quota is
+// released many times a batch at any size).
 func TestBench(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -205,10 +210,10 @@ func TestBench(t *testing.T) {
 		pg   bool
 		args []string
 	}{
-		{"burst sqlite", false, []string{"-mode", "burst", "-orders", "200", "-json"}},
-		{"burst sqlite no pages", false, []string{"-mode", "burst", "-orders", "200", "-json", "-pages=false"}},
+		{"burst sqlite", false, []string{"-mode", "burst", "-orders", "50", "-json"}},
+		{"burst sqlite no pages", false, []string{"-mode", "burst", "-orders", "50", "-json", "-pages=false"}},
 		{"backlog sqlite", false, []string{"-mode", "backlog", "-orders", "200", "-pools", "2", "-json"}},
-		{"burst sqlite mix", false, []string{"-mode", "burst", "-orders", "60", "-mix", "inventory,coupon,balance,points,quota,slot", "-json"}},
+		{"burst sqlite mix", false, []string{"-mode", "burst", "-orders", "30", "-mix", "inventory,coupon,balance,points,quota,slot", "-json"}},
 		{"backlog postgres", true, []string{"-mode", "backlog", "-orders", "200", "-pools", "2", "-json", "-ceiling"}},
 	}
 	for _, c := range cases {
@@ -216,6 +221,9 @@ func TestBench(t *testing.T) {
 			t.Parallel()
 			env := func(string) string { return "" }
 			if c.pg {
+				if testing.Short() {
+					t.Skip("the PostgreSQL backlog and its ceilings take 15 s and more")
+				}
 				pg := os.Getenv("UNHOLD_TEST_PG")
 				if pg == "" {
 					if os.Getenv("CI") != "" {
@@ -276,9 +284,11 @@ func TestBench(t *testing.T) {
 // the rest of each pool's batch are handed back.
 func TestWorkerStopsMidBacklog(t *testing.T) {
 	t.Parallel()
-	db, s := migratedSQLite(t, "stop.db")
+	db, s := migratedSQLite(t)
 	ctx := context.Background()
-	const n = 600
+	// Four batches of 50 over two pools: when the first is DONE, two more
+	// are claimed, so the stop finds a batch in hand to hand back.
+	const n = 200
 	if _, err := s.SetStock(ctx, "sku-1", n, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +301,7 @@ func TestWorkerStopsMidBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	worker := startProcess(t, "worker", "-db", db, "-log-format", "json", "-pools", "2", "-worker-batch", "200")
+	worker := startProcess(t, "worker", "-db", db, "-log-format", "json", "-pools", "2", "-worker-batch", "50")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		var done int64

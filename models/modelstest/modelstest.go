@@ -1,6 +1,7 @@
 // Package modelstest opens real test databases for unhold's tests: a SQLite
 // file in the test's temp dir, and, when UNHOLD_TEST_PG names a PostgreSQL
-// server, a fresh schema there. Under CI a PostgreSQL that cannot be reached
+// server, a database of the test's own there, both copies of a migrated
+// template (template.go). Under CI a PostgreSQL that cannot be reached
 // fails the test instead of skipping it.
 package modelstest
 
@@ -24,7 +25,8 @@ import (
 // Engines are the database engines every domain test runs on.
 var Engines = []models.Dialect{models.SQLite, models.Postgres}
 
-// EachEngine runs fn as a parallel subtest on each of Engines.
+// EachEngine runs fn as a parallel subtest on each of Engines. The caller
+// says t.Parallel() itself, so the pair overlaps the package's other tests.
 func EachEngine(t *testing.T, fn func(t *testing.T, d models.Dialect)) {
 	for _, d := range Engines {
 		t.Run(string(d), func(t *testing.T) {
@@ -75,40 +77,27 @@ func (c *Clock) Advance(d time.Duration) {
 }
 
 // DSN returns a DSN for a fresh, empty database of the given engine; the
-// database is removed when the test ends.
+// database is removed when the test ends. Tests of the migrations start
+// here; every other test starts from MigratedDSN.
 func DSN(t testing.TB, d models.Dialect) string {
 	t.Helper()
 	if d == models.SQLite {
 		return filepath.Join(t.TempDir(), "unhold.db")
 	}
-	base := os.Getenv("UNHOLD_TEST_PG")
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("UNHOLD_TEST_PG is not set under CI: the PostgreSQL suite must run")
-		}
-		t.Skip("UNHOLD_TEST_PG not set: skipping the PostgreSQL run")
-	}
+	base := pgBase(t)
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
 	defer admin.Close()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	schema := "t_" + hex.EncodeToString(b)
+	schema := "t_" + randomName()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("postgres at UNHOLD_TEST_PG does not answer: %v", err)
 	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer db.Close()
-		_, _ = db.Exec("DROP SCHEMA " + schema + " CASCADE")
-	})
+	t.Logf("postgres: empty schema %s in UNHOLD_TEST_PG's database", schema)
+	t.Cleanup(func() { dropPG(base, "SCHEMA "+schema+" CASCADE") })
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatalf("parse UNHOLD_TEST_PG: %v", err)
@@ -119,16 +108,99 @@ func DSN(t testing.TB, d models.Dialect) string {
 	return u.String()
 }
 
+// MigratedDSN returns a DSN for a fresh database of the given engine with
+// every migration applied, removed when the test ends. It is a copy of a
+// template migrated once (see template.go), not migrated anew: on SQLite a
+// copy of the template file in the test's temp dir, on PostgreSQL a
+// database created from the template database.
+func MigratedDSN(t testing.TB, d models.Dialect) string {
+	t.Helper()
+	if d == models.SQLite {
+		tmpl, err := sqliteTemplate()
+		if err != nil {
+			t.Fatalf("sqlite template: %v", err)
+		}
+		path := filepath.Join(t.TempDir(), "unhold.db")
+		if err := os.WriteFile(path, tmpl, 0o600); err != nil {
+			t.Fatalf("copy the sqlite template: %v", err)
+		}
+		t.Logf("sqlite: %s", path)
+		return path
+	}
+	base := pgBase(t)
+	tmpl, err := pgTemplate(base)
+	if err != nil {
+		t.Fatalf("postgres template: %v", err)
+	}
+	name := "t_" + randomName()
+	if err := execPG(base, "CREATE DATABASE "+name+" TEMPLATE "+tmpl); err != nil {
+		t.Fatalf("postgres at UNHOLD_TEST_PG: create a database from template %s: %v", tmpl, err)
+	}
+	t.Logf("postgres: database %s (from template %s)", name, tmpl)
+	t.Cleanup(func() { dropPG(base, "DATABASE "+name+" WITH (FORCE)") })
+	dsn, err := withDatabase(base, name)
+	if err != nil {
+		t.Fatalf("parse UNHOLD_TEST_PG: %v", err)
+	}
+	return dsn
+}
+
+// pgBase is UNHOLD_TEST_PG; without it the test is skipped, or fails
+// under CI, where the PostgreSQL suite must run.
+func pgBase(t testing.TB) string {
+	t.Helper()
+	base := os.Getenv("UNHOLD_TEST_PG")
+	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("UNHOLD_TEST_PG is not set under CI: the PostgreSQL suite must run")
+		}
+		t.Skip("UNHOLD_TEST_PG not set: skipping the PostgreSQL run")
+	}
+	return base
+}
+
+// randomName is 12 hex digits, a name no other test of any process picks.
+func randomName() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// execPG runs one statement on base's database in a connection of its
+// own: CREATE and DROP DATABASE cannot run in a transaction, and a test's
+// cleanup runs after its context is gone.
+func execPG(base, stmt string) error {
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = db.ExecContext(ctx, stmt)
+	return err
+}
+
+// dropPG drops what a test made; a failure leaves a name nobody reuses.
+func dropPG(base, what string) { _ = execPG(base, "DROP "+what) }
+
+// withDatabase is base naming another database on the same server.
+func withDatabase(base, name string) (string, error) {
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + name
+	return u.String(), nil
+}
+
 // Open returns a migrated store on a fresh database, closed at test end.
 func Open(t testing.TB, d models.Dialect, opt models.Options) *models.Store {
 	t.Helper()
-	s, err := models.Open(context.Background(), DSN(t, d), opt)
+	s, err := models.Open(context.Background(), MigratedDSN(t, d), opt)
 	if err != nil {
 		t.Fatalf("open %s: %v", d, err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	if _, err := s.Migrate(context.Background()); err != nil {
-		t.Fatalf("migrate %s: %v", d, err)
-	}
 	return s
 }
