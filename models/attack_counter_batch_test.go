@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,13 +25,7 @@ import (
 // stores opened on it are closed.
 func icuDSN(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("UNHOLD_TEST_PG")
-	if base == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("UNHOLD_TEST_PG is not set under CI")
-		}
-		t.Skip("UNHOLD_TEST_PG not set")
-	}
+	base := modelstest.PGBase(t)
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatal(err)

@@ -224,13 +224,7 @@ func TestBench(t *testing.T) {
 				if testing.Short() {
 					t.Skip("the PostgreSQL backlog and its ceilings take 15 s and more")
 				}
-				pg := os.Getenv("UNHOLD_TEST_PG")
-				if pg == "" {
-					if os.Getenv("CI") != "" {
-						t.Fatal("UNHOLD_TEST_PG is not set under CI: the PostgreSQL suite must run")
-					}
-					t.Skip("UNHOLD_TEST_PG not set: skipping the PostgreSQL run")
-				}
+				pg := modelstest.PGBase(t)
 				env = func(k string) string {
 					if k == "UNHOLD_DB" {
 						return pg

@@ -84,7 +84,7 @@ func DSN(t testing.TB, d models.Dialect) string {
 	if d == models.SQLite {
 		return filepath.Join(t.TempDir(), "unhold.db")
 	}
-	base := pgBase(t)
+	base := PGBase(t)
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
@@ -127,7 +127,7 @@ func MigratedDSN(t testing.TB, d models.Dialect) string {
 		t.Logf("sqlite: %s", path)
 		return path
 	}
-	base := pgBase(t)
+	base := PGBase(t)
 	tmpl, err := pgTemplate(base)
 	if err != nil {
 		t.Fatalf("postgres template: %v", err)
@@ -145,9 +145,9 @@ func MigratedDSN(t testing.TB, d models.Dialect) string {
 	return dsn
 }
 
-// pgBase is UNHOLD_TEST_PG; without it the test is skipped, or fails
+// PGBase is UNHOLD_TEST_PG; without it the test is skipped, or fails
 // under CI, where the PostgreSQL suite must run.
-func pgBase(t testing.TB) string {
+func PGBase(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("UNHOLD_TEST_PG")
 	if base == "" {

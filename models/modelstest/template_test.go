@@ -93,7 +93,7 @@ func TestSQLiteTemplateIgnoresStaleAndHalfBuilt(t *testing.T) {
 // second. Names of its own keep this test apart from the shared template.
 func TestPGTemplateRebuildsAndRetires(t *testing.T) {
 	t.Parallel()
-	base := pgBase(t)
+	base := PGBase(t)
 	prefix := "unhold_tmpltest_" + randomName() + "_"
 	name := prefix + mustHash(t, models.Postgres)
 	stale, halfBuilt := prefix+"0000000000000000", name+"_building"
