@@ -108,24 +108,28 @@ func buildSQLiteTemplate(dir, path string) error {
 			_ = os.Remove(p)
 		}
 	}()
-	ctx := context.Background()
-	s, err := models.Open(ctx, tmp, models.Options{Logger: QuietLog()})
-	if err != nil {
-		return err
-	}
-	if _, err := s.Migrate(ctx); err != nil {
-		_ = s.Close()
-		return err
-	}
-	// Everything into the main file, so the file alone is the database.
-	if err := s.W.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error; err != nil {
-		_ = s.Close()
-		return err
-	}
-	if err := s.Close(); err != nil {
+	if err := migrateDB(context.Background(), tmp); err != nil {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// migrateDB applies every migration to the database at dsn and closes it.
+// On SQLite the WAL goes into the main file first, so the file alone is
+// the database.
+func migrateDB(ctx context.Context, dsn string) error {
+	s, err := models.Open(ctx, dsn, models.Options{Logger: QuietLog()})
+	if err != nil {
+		return err
+	}
+	_, err = s.Migrate(ctx)
+	if err == nil && s.Dialect == models.SQLite {
+		err = s.W.Exec("PRAGMA wal_checkpoint(TRUNCATE)").Error
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 var pgTmpl struct {
@@ -216,15 +220,7 @@ func buildPGTemplate(ctx context.Context, conn *sql.Conn, base, name string) err
 	if err != nil {
 		return err
 	}
-	s, err := models.Open(ctx, dsn, models.Options{Logger: QuietLog()})
-	if err != nil {
-		return err
-	}
-	if _, err := s.Migrate(ctx); err != nil {
-		_ = s.Close()
-		return err
-	}
-	if err := s.Close(); err != nil {
+	if err := migrateDB(ctx, dsn); err != nil {
 		return err
 	}
 	_, err = conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name)

@@ -74,14 +74,7 @@ func TestSQLiteTemplateIgnoresStaleAndHalfBuilt(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := models.Open(context.Background(), path, models.Options{Logger: QuietLog()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if err := s.Ready(context.Background()); err != nil {
-		t.Fatalf("a copy of the template: %v", err)
-	}
+	wantMigrated(t, path, "a copy of the template")
 	if _, err := os.Stat(filepath.Join(dir, "sqlite-"+mustHash(t, models.SQLite)+".db")); err != nil {
 		t.Fatalf("the template is not kept under today's hash: %v", err)
 	}
@@ -130,13 +123,19 @@ func TestPGTemplateRebuildsAndRetires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	wantMigrated(t, dsn, "the template")
+}
+
+// wantMigrated fails t unless the database at dsn has every migration.
+func wantMigrated(t *testing.T, dsn, what string) {
+	t.Helper()
 	s, err := models.Open(context.Background(), dsn, models.Options{Logger: QuietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	if err := s.Ready(context.Background()); err != nil {
-		t.Fatalf("the template: %v", err)
+		t.Fatalf("%s: %v", what, err)
 	}
 }
 
