@@ -52,6 +52,15 @@ const (
 	ClassRejected   Class = "REMOTE_REJECTED" // any other answer but 2xx and 409 ALREADY_DONE: MANUAL
 	ClassTimeout    Class = "TIMEOUT"         // no whole answer within the timeout: retried
 	ClassConnection Class = "CONNECTION"      // refused, reset, closed without an answer: retried
+	ClassProtocol   Class = "REMOTE_PROTOCOL" // a 2xx whose body does not prove the call was ours: retried
+)
+
+// Why an answer of status 2xx failed to prove itself (ClassProtocol): the
+// cause of its *Error, for errors.Is.
+var (
+	ErrUnparseable = errors.New("the answer is not the JSON object the protocol asks for")
+	ErrNoEcho      = errors.New("the answer does not echo the request")
+	ErrOtherKey    = errors.New("the answer echoes another request")
 )
 
 // CodeAlreadyDone is the code of a 409 that means "done before, with this
@@ -307,11 +316,19 @@ func (c *Client) Holds(ctx context.Context, key string) (Holds, error) {
 		Key  *string `json:"key"`
 		Held *int64  `json:"held"`
 	}
-	if err := json.Unmarshal(answer, &h); err != nil || h.Key == nil || *h.Key != key || h.Held == nil || *h.Held < 0 {
-		return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassRejected, Status: status,
-			Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(answer), maxMessage))}
+	var why error
+	switch err := json.Unmarshal(answer, &h); {
+	case err != nil || h.Held == nil || *h.Held < 0:
+		why = ErrUnparseable
+	case h.Key == nil:
+		why = ErrNoEcho
+	case *h.Key != key:
+		why = ErrOtherKey
+	default:
+		return Holds{Key: key, Held: *h.Held}, nil
 	}
-	return Holds{Key: key, Held: *h.Held}, nil
+	return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassProtocol, Status: status, Err: why,
+		Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(answer), maxMessage))}
 }
 
 // do sends one request within the client's timeout and reads at most

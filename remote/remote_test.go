@@ -43,6 +43,7 @@ func TestClassesAreModelsClasses(t *testing.T) {
 		{remote.ClassRejected, models.ClassRemoteRejected, false},
 		{remote.ClassTimeout, models.ClassTimeout, true},
 		{remote.ClassConnection, models.ClassConnection, true},
+		{remote.ClassProtocol, models.ClassRemoteProtocol, true},
 	} {
 		e := &remote.Error{Class: c.got}
 		if e.ErrorClass() != string(c.want) || e.Retryable() != c.retryable {
@@ -367,10 +368,11 @@ func TestHolds(t *testing.T) {
 		{name: "not offered", status: 404, body: "404 page not found", wantErr: remote.ErrNoHolds},
 		{name: "busy", status: 503, wantClass: remote.ClassBusy},
 		{name: "refused", status: 403, wantClass: remote.ClassRejected},
-		{name: "not JSON", status: 200, body: "<html>", wantClass: remote.ClassRejected},
-		{name: "other key", status: 200, body: `{"key":"GC-2","held":3}`, wantClass: remote.ClassRejected},
-		{name: "no held", status: 200, body: `{"key":"GC 1/é"}`, wantClass: remote.ClassRejected},
-		{name: "negative", status: 200, body: `{"key":"GC 1/é","held":-1}`, wantClass: remote.ClassRejected},
+		{name: "not JSON", status: 200, body: "<html>", wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
+		{name: "other key", status: 200, body: `{"key":"GC-2","held":3}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrOtherKey},
+		{name: "no key", status: 200, body: `{"held":3}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrNoEcho},
+		{name: "no held", status: 200, body: `{"key":"GC 1/é"}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
+		{name: "negative", status: 200, body: `{"key":"GC 1/é","held":-1}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -386,15 +388,15 @@ func TestHolds(t *testing.T) {
 			t.Cleanup(srv.Close)
 			h, err := client(t, srv.URL, 0, "tok").Holds(context.Background(), "GC 1/é")
 			var e *remote.Error
+			if c.wantErr != nil && !errors.Is(err, c.wantErr) {
+				t.Errorf("got %+v, %v; want %v", h, err, c.wantErr)
+			}
 			switch {
-			case c.wantErr != nil:
-				if !errors.Is(err, c.wantErr) {
-					t.Errorf("got %+v, %v; want %v", h, err, c.wantErr)
-				}
 			case c.wantClass != "":
 				if !errors.As(err, &e) || e.Class != c.wantClass {
 					t.Errorf("got %+v, %v; want class %s", h, err, c.wantClass)
 				}
+			case c.wantErr != nil:
 			case err != nil || h.Key != "GC 1/é" || h.Held != c.want:
 				t.Errorf("got %+v, %v; want held %d", h, err, c.want)
 			}
