@@ -208,7 +208,7 @@ func (s *Store) ReconRunsByID(ctx context.Context, ids []int64) (map[int64]Recon
 // closed a ticket last seen in run id automatically. Nil when none.
 func (s *Store) ReconRunAfter(ctx context.Context, id int64) (*ReconRun, error) {
 	var runs []ReconRun
-	err := s.R.WithContext(ctx).Where("id > ? AND status = ?", id, ReconDone).Order("id").Limit(1).Find(&runs).Error
+	err := s.R.WithContext(ctx).Where("id > ? AND status IN ?", id, []string{ReconDone, ReconPartial}).Order("id").Limit(1).Find(&runs).Error
 	if err != nil {
 		return nil, fmt.Errorf("reconciliation run after %d: %w", id, err)
 	}
