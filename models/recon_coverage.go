@@ -349,3 +349,36 @@ func (s *Store) LastFinishedCoverage(ctx context.Context) ([]ReconCoverage, erro
 	}
 	return runs[0].Coverage, nil
 }
+
+// skipWords are the reasons in the words of a run's summary.
+var skipWords = map[SkipReason]string{
+	SkipUnknownOutcome: "outcome unknown",
+	SkipNoAnswer:       "no answer",
+	SkipRefused:        "refused",
+	SkipOtherKey:       "answered for another key",
+	SkipUnparseable:    "unparseable answer",
+}
+
+// Unchecked says in words what the run left unchecked, type by type:
+// "giftcard 8 keys not checked (no answer 5, answered for another key 3)";
+// "" when it checked every key.
+func (r *ReconRun) Unchecked() string {
+	var parts []string
+	for _, c := range r.Coverage {
+		if c.Unread {
+			parts = append(parts, fmt.Sprintf("%s: time ran out before its keys were read, none checked", c.ResourceType))
+			continue
+		}
+		if c.Skipped() == 0 {
+			continue
+		}
+		var why []string
+		for _, reason := range SkipReasons {
+			if n := c.SkippedBy(reason); n > 0 {
+				why = append(why, fmt.Sprintf("%s %d", skipWords[reason], n))
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %d keys not checked (%s)", c.ResourceType, c.Skipped(), strings.Join(why, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}

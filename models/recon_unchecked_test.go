@@ -127,7 +127,9 @@ func TestReconPartialOpensAndClosesUnchecked(t *testing.T) {
 			}
 		}
 		var card2 []models.DiffTicket
-		must(t, func() error { return e.s.R.Where("kind = ? AND biz_key = 'card-2'", models.TicketUnchecked).Find(&card2).Error })
+		must(t, func() error {
+			return e.s.R.Where("kind = ? AND biz_key = 'card-2'", models.TicketUnchecked).Find(&card2).Error
+		})
 		must(t, func() error { return e.s.AckDiff(e.ctx, card2[0].ID, "ops", "looking") })
 		must(t, func() error {
 			return e.s.W.Exec("UPDATE order_holds SET released = 1 WHERE order_no = 'o-1' AND resource_type = ?", giftCard).Error
