@@ -318,20 +318,19 @@ func (s *Store) coverageOfRuns(ctx context.Context, runs []ReconRun) error {
 
 // UncheckedSince is, per remote type with keys on a streak of skipped
 // runs, when the oldest such streak began: the start of the first run
-// that skipped its key.
+// that skipped its key. (Read row by row, not as MIN: SQLite gives an
+// aggregate of a DATETIME back as text.)
 func (s *Store) UncheckedSince(ctx context.Context) (map[ResourceType]time.Time, error) {
-	var rows []struct {
-		ResourceType ResourceType
-		Since        time.Time
-	}
-	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, MIN(since_at) AS since FROM recon_unchecked GROUP BY resource_type`).
-		Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("unchecked keys since: %w", err)
-	}
-	out := make(map[ResourceType]time.Time, len(rows))
-	for _, r := range rows {
-		out[r.ResourceType] = r.Since
+	out := map[ResourceType]time.Time{}
+	for _, t := range s.RemoteTypes() {
+		var oldest []uncheckedStreak
+		err := s.R.WithContext(ctx).Where("resource_type = ?", t).Order("since_at").Limit(1).Find(&oldest).Error
+		if err != nil {
+			return nil, fmt.Errorf("%s keys unchecked since: %w", t, err)
+		}
+		if len(oldest) == 1 {
+			out[t] = oldest[0].SinceAt
+		}
 	}
 	return out, nil
 }
@@ -381,4 +380,15 @@ func (r *ReconRun) Unchecked() string {
 		parts = append(parts, fmt.Sprintf("%s %d keys not checked (%s)", c.ResourceType, c.Skipped(), strings.Join(why, ", ")))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// RemoteTypes are the registry's remote types, in its order.
+func (s *Store) RemoteTypes() []ResourceType {
+	var out []ResourceType
+	for _, t := range s.types {
+		if _, ok := s.remotes[t]; ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
