@@ -38,9 +38,10 @@ type partialRun struct {
 // leaves both gift cards unchecked: the API answers PARTIAL with the
 // counts by reason and says so in words; the page's run history, the
 // overview's tile, and the ticket list and page (UNCHECKED, opened at
-// once with -recon-unchecked-after 1) say it in Chinese and English.
-// Breaks if a run that skipped keys read as DONE anywhere, or the kind of
-// an UNCHECKED ticket were not shown.
+// once with -recon-unchecked-after 1) say it in Chinese and English; the
+// unresolved diffs by sign do not count UNCHECKED tickets. Breaks if a run
+// that skipped keys read as DONE anywhere, the kind of an UNCHECKED ticket
+// were not shown, or it counted as a missed release.
 func TestReconPartialAPIAndPage(t *testing.T) {
 	t.Parallel()
 	open := func(t *testing.T, d models.Dialect, svc *remotetest.Service) bundle {
@@ -83,6 +84,8 @@ func TestReconPartialAPIAndPage(t *testing.T) {
 		requireText(t, zh, "run-partial", "部分完成：礼品卡 2 个键未核对（对方未应答 1，答非所问 1）")
 		requireText(t, zh, "run-coverage-giftcard", "礼品卡：核对 0 个键，未核对 2 个")
 		requireText(t, zh, "ticket-kind", "未核对")
+		// Not a diff: the unresolved diffs by sign count none.
+		requireElement(t, zh, "recon-summary-empty", true)
 		en := getPage(t, b, "/recon", true, http.StatusOK)
 		requireText(t, en, "run-partial", "Partial: Gift card 2 keys not checked (no answer 1, answered for another key 1)")
 
