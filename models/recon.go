@@ -256,10 +256,9 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 // withServiceDiffs adds to found what the remote types' services say
 // (reconcileServices), and to orders the orders their diffs name, read
 // after the services answered. It returns what each type's HELD check
-// covered. When
-// ctx has a deadline, the services get half the time left: a slow one
-// leaves its keys unchecked, and the run still has the time to record
-// what it found.
+// covered. When ctx has a deadline, the services get half the time left:
+// a slow one leaves its keys unchecked, and the run still has the time to
+// record what it found.
 func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType]*heldCheck, error) {
 	sctx := ctx
 	if end, ok := ctx.Deadline(); ok {

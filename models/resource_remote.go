@@ -278,8 +278,8 @@ const heldCheckQuiet = 7 * 24 * time.Hour
 // hold (PENDING orders' open holds and unfinished tasks, as Reconcile
 // reads them) — of the given keys, or, when keys is nil, of the keys in
 // play: those with a ledger row in the last heldCheckQuiet, an open hold, an
-// unfinished task or an unresolved HELD or UNCHECKED ticket — and which keys are busy,
-// whose service may hold what unhold cannot know: a task of theirs has a
+// unfinished task or an unresolved HELD or UNCHECKED ticket — and which
+// keys are busy, whose service may hold what unhold cannot know: a task of theirs has a
 // call under way (leased) or made without an answer (tried before: its
 // call may have been done), or releases an aborted placement's lock,
 // which may never have arrived; or an order holding them was placed within
