@@ -278,8 +278,8 @@ const heldCheckQuiet = 7 * 24 * time.Hour
 // hold (PENDING orders' open holds and unfinished tasks, as Reconcile
 // reads them) — of the given keys, or, when keys is nil, of the keys in
 // play: those with a ledger row in the last heldCheckQuiet, an open hold, an
-// unfinished task or an unresolved HELD ticket — and which keys are busy,
-// whose service may hold what unhold cannot know: a task of theirs has a
+// unfinished task or an unresolved HELD or UNCHECKED ticket — and which
+// keys are busy, whose service may hold what unhold cannot know: a task of theirs has a
 // call under way (leased) or made without an answer (tried before: its
 // call may have been done), or releases an aborted placement's lock,
 // which may never have arrived; or an order holding them was placed within
@@ -292,8 +292,8 @@ func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, erro
 				UNION SELECT biz_key FROM release_tasks WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL')
 				UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 					WHERE h.resource_type = ? AND h.qty > h.released + h.deducted AND o.status = 'PENDING'
-				UNION SELECT biz_key FROM recon_diffs WHERE resource_type = ? AND check_name = ? AND status <> 'RESOLVED'`,
-				r.typ, r.s.Now().Add(-heldCheckQuiet), r.typ, r.typ, r.typ, CheckHeld).Scan(&keys).Error
+				UNION SELECT biz_key FROM recon_diffs WHERE resource_type = ? AND check_name IN (?, ?) AND status <> 'RESOLVED'`,
+				r.typ, r.s.Now().Add(-heldCheckQuiet), r.typ, r.typ, r.typ, CheckHeld, CheckUnchecked).Scan(&keys).Error
 			if err != nil {
 				return err
 			}
@@ -336,17 +336,35 @@ func (r *remoteResource) placeCallWindow() time.Duration {
 	return 2*r.client.Timeout() + 5*time.Second
 }
 
+// heldCheck is what one run's HELD check of a remote type covered: the
+// keys it compared, and those it skipped with the reason of each.
+type heldCheck struct {
+	compared []string
+	skipped  map[string]SkipReason
+	// notOffered: the service offers no GET /holds (404), so the type has
+	// no HELD check; declared, not a skip.
+	notOffered bool
+	// unread: the run's time for services ran out on a read of unhold's
+	// own, before the type's keys were known; none was compared.
+	unread bool
+}
+
+// keepsAll tells whether none of the type's keys was compared, so every
+// HELD ticket of it stays as it was.
+func (h *heldCheck) keepsAll() bool { return h.notOffered || h.unread }
+
 // checkService is the HELD check: what the service says it holds of each
 // key (GET /holds/{key}) against what unhold expects it to hold. The
 // service cannot be read in unhold's snapshot, so the key's expectation is
 // read before the calls and again after them; a key is compared only when
 // both reads agree and neither saw a call of its under way: a release
 // that landed between the reads, or a lock still on its way, is no diff.
-// The keys it could not compare so are returned as unchecked, and so are
-// those the service did not answer for (logged): their open tickets stay
-// open until a run compares them. A service that offers no GET
-// /holds has no HELD check.
-func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchecked []string, err error) {
+// The keys it could not compare so are skipped as UNKNOWN_OUTCOME, and
+// those the service did not answer for (logged) by what it did instead:
+// their open tickets stay open until a run compares them. A service that
+// offers no GET /holds has no HELD check (errNoHolds).
+func (r *remoteResource) checkService(ctx context.Context) ([]Diff, *heldCheck, error) {
+	hc := &heldCheck{skipped: map[string]SkipReason{}}
 	before, err := r.view(ctx, nil)
 	if err != nil {
 		return nil, nil, err
@@ -354,13 +372,13 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 	var keys []string
 	for k := range before.expected {
 		if before.busy[k] {
-			unchecked = append(unchecked, k)
+			hc.skipped[k] = SkipUnknownOutcome
 		} else {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	held, err := r.holds(ctx, keys)
+	held, err := r.holds(ctx, keys, hc.skipped)
 	if errors.Is(err, remote.ErrNoHolds) {
 		// Nothing compared: a ticket of a service that stopped offering
 		// GET /holds stays for a person to resolve.
@@ -375,33 +393,37 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 		h, ok := held[k]
 		switch {
 		case !ok:
-			unchecked = append(unchecked, k)
 		case h != before.expected[k]:
 			odd = append(odd, k)
+		default:
+			hc.compared = append(hc.compared, k)
 		}
 	}
 	if len(odd) == 0 {
-		return nil, unchecked, nil
+		return nil, hc, nil
 	}
 	after, err := r.view(ctx, odd)
 	if err != nil {
 		return nil, nil, err
 	}
+	var diffs []Diff
 	for _, k := range odd {
 		if after.busy[k] || after.expected[k] != before.expected[k] {
-			unchecked = append(unchecked, k)
+			hc.skipped[k] = SkipUnknownOutcome
 			continue
 		}
+		hc.compared = append(hc.compared, k)
 		diffs = append(diffs, Diff{Resource: r.typ, Key: k, Check: CheckHeld, Expected: before.expected[k], Actual: held[k]})
 	}
-	return diffs, unchecked, nil
+	return diffs, hc, nil
 }
 
 // holds asks the service what it holds of each key, remoteCalls at a time,
-// and returns the answers it got; the error says how many keys were not
-// answered, and why the first was not. ErrNoHolds: the service offers no
-// GET /holds.
-func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]int64, error) {
+// and returns the answers it got; each key it got none for goes into
+// skipped with the reason (skipReason), and the error says how many keys
+// were not answered, and why the first was not. ErrNoHolds: the service
+// offers no GET /holds.
+func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[string]SkipReason) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
 	var failures atomic.Int64
@@ -425,12 +447,13 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 	})
 	var first error
 	failed := 0
-	for _, err := range errs {
+	for i, err := range errs {
 		if errors.Is(err, remote.ErrNoHolds) {
 			return nil, err
 		}
 		if err != nil {
 			failed++
+			skipped[keys[i]] = skipReason(err)
 			if !errors.Is(err, errNotAsked) {
 				first = cmp.Or(first, err)
 			}
@@ -440,6 +463,25 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 		return out, fmt.Errorf("%d of %d keys not answered, the first: %w", failed, len(keys), first)
 	}
 	return out, nil
+}
+
+// skipReason is why a GET /holds that failed with err left its key
+// unchecked: the service refused it (4xx), answered for another key, or
+// answered what proves nothing; or no answer came (timeout, connection,
+// busy, not asked).
+func skipReason(err error) SkipReason {
+	var re *remote.Error
+	switch {
+	case !errors.As(err, &re):
+		return SkipNoAnswer
+	case re.Class == remote.ClassRejected:
+		return SkipRefused
+	case errors.Is(err, remote.ErrOtherKey):
+		return SkipOtherKey
+	case re.Class == remote.ClassProtocol:
+		return SkipUnparseable
+	}
+	return SkipNoAnswer
 }
 
 // each runs fn(0) … fn(n-1), remoteCalls at a time, and returns when all
@@ -467,30 +509,30 @@ var errNotAsked = errors.New("not asked")
 
 // reconcileServices runs every remote type's HELD check (checkService),
 // each with reads of its own: a service is not asked inside a snapshot. It
-// returns the diffs found and, by type, the keys left unchecked: nil keys
-// stand for all of the type's.
-func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType][]string, error) {
+// returns the diffs found and, by type, what each check covered.
+func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType]*heldCheck, error) {
 	var all []Diff
-	unchecked := map[ResourceType][]string{}
+	checks := map[ResourceType]*heldCheck{}
 	for _, t := range s.types {
 		r, ok := s.remotes[t]
 		if !ok {
 			continue
 		}
-		d, u, err := r.checkService(ctx)
-		if errors.Is(err, errNoHolds) || err != nil && ctx.Err() != nil {
-			// No GET /holds, or the run's time for services ran out on a
-			// read of its own: none of the type's keys was compared.
-			unchecked[t] = nil
+		d, hc, err := r.checkService(ctx)
+		switch {
+		case errors.Is(err, errNoHolds):
+			checks[t] = &heldCheck{notOffered: true}
 			continue
-		}
-		if err != nil {
+		case err != nil && ctx.Err() != nil:
+			// The run's time for services ran out on a read of its own:
+			// none of the type's keys was compared.
+			checks[t] = &heldCheck{unread: true}
+			continue
+		case err != nil:
 			return nil, nil, err
 		}
 		all = append(all, d...)
-		if len(u) > 0 {
-			unchecked[t] = u
-		}
+		checks[t] = hc
 	}
-	return all, unchecked, nil
+	return all, checks, nil
 }

@@ -46,8 +46,9 @@ func (s *server) overview(c *echo.Context) error {
 		return err
 	}
 	var diffsAt time.Time
+	var skipped int64
 	if last != nil {
-		diffsAt = last.StartedAt
+		diffsAt, skipped = last.StartedAt, last.Skipped()
 	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
 	done := []models.TaskStatus{models.TaskDone}
@@ -59,6 +60,7 @@ func (s *server) overview(c *echo.Context) error {
 		Retry:         h.Retry,
 		Diffs:         diffs,
 		DiffsAt:       diffsAt,
+		DiffsSkipped:  skipped,
 		DayDuplicates: h.LastDay.Duplicates,
 		Range:         string(rng),
 		LiveEvery:     views.LiveEvery,

@@ -141,9 +141,10 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 // (docs/remote-resources.md).
 func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 	opt := models.Options{
-		Logger:  log,
-		Coupons: models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
-		Points:  models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
+		Logger:              log,
+		Coupons:             models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
+		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
+		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
