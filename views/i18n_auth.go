@@ -177,5 +177,6 @@ var authText = text{
 	"audit.bad.long":      {"筛选条件太长（最多 128 个字符）。", "A filter is too long (at most 128 characters)."},
 	"audit.bad.action":    {"没有这种操作。", "There is no such action."},
 	"audit.bad.date":      {"日期应写作 YYYY-MM-DD。", "A date is written YYYY-MM-DD."},
+	"audit.scope":         {"仅显示业务审计：订单、任务、对账工单、定时任务与资源的操作，不含请求来源。用户、令牌、登录和被拒绝的请求仅管理员可见。", "Showing operational entries only: orders, tasks, tickets, jobs and resources, without request metadata. Users, tokens, sign-ins and refused requests are for administrators."},
 	"audit.bad.cursor":    {"翻页链接无效，请从第一页开始。", "The page link is not valid; start from the first page."},
 }

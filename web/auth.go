@@ -76,6 +76,12 @@ func principalOf(c *echo.Context) *principal {
 	return p
 }
 
+// isAdmin tells whether the request's principal is an admin.
+func isAdmin(c *echo.Context) bool {
+	p := principalOf(c)
+	return p != nil && p.Role.Allows(auth.RoleAdmin)
+}
+
 // actor names who made a change, for ledgers and the audit log.
 func actor(c *echo.Context) string {
 	if p := principalOf(c); p != nil {
