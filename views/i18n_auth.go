@@ -45,6 +45,7 @@ var authText = text{
 	"code.already_running": {"已在运行", "already running"},
 
 	// Audited actions.
+	"code.audit.refused_summary":     {"拒绝汇总", "refusals summed up"},
 	"code.audit.rerun":               {"重跑", "rerun"},
 	"code.audit.bulk_rerun":          {"批量重跑", "bulk rerun"},
 	"code.audit.diff_ack":            {"确认对账差异", "diff acknowledged"},
