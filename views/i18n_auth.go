@@ -9,6 +9,9 @@ var authText = text{
 	"nav.users":        {"用户", "Users"},
 	"nav.tokens":       {"API 令牌", "Tokens"},
 
+	"overview.forwarded":      {"有请求带着转发头 %s 经代理 %s 而来，但未设置 -trusted-proxies：审计日志、登录限速和会话记下的是代理的地址，不是客户的。请把 -trusted-proxies（UNHOLD_TRUSTED_PROXIES）设为代理的地址或网段。", "Requests came through a proxy (header %s, from %s), but -trusted-proxies is not set: the audit log, login throttling and sessions record the proxy's address, not the client's. Set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to the proxy's address or network."},
+	"overview.forwarded.last": {"最近一次：", "Last seen:"},
+
 	"account.password.link": {"修改密码", "Password"},
 	"account.logout":        {"退出登录", "Sign out"},
 	"auth.need.operator":    {"只有运维或管理员可以执行此操作；如需处理，请联系运维。", "Only operations or administrators can do this; ask ops if it needs doing."},

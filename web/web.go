@@ -84,7 +84,8 @@ type server struct {
 	csrfMu     sync.Mutex
 	csrfSecret []byte // see csrfKey
 
-	refusals refusalCounter
+	refusals  refusalCounter
+	forwarded *forwardedWatch // nil when proxies are trusted
 }
 
 // New builds the echo server with every route in routes.go.
@@ -114,6 +115,10 @@ func New(d Deps) *echo.Echo {
 		}
 	}
 	slices.Sort(s.counters)
+	if len(d.TrustedProxies) == 0 {
+		s.forwarded = &forwardedWatch{}
+		s.warnForwardedAtStart()
+	}
 	if d.AtShutdown != nil {
 		d.AtShutdown(func(ctx context.Context) {
 			if err := s.writeSummaries(ctx, s.refusals.takeAll()); err != nil {
@@ -143,10 +148,11 @@ func New(d Deps) *echo.Echo {
 	// both before routing, authentication or any database work.
 	e.Pre(s.harden, s.boundedURI)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	// The last minute's refusal summaries, then who is asking, then
-	// storable text only, then CSRF (which audits a refusal in their name),
-	// then whether their role passes the route's gate.
-	e.Use(s.refusalSummaries, s.authenticate, s.plainText, s.csrf, s.authorize)
+	// The last minute's refusal summaries and forwarding headers no proxy
+	// is trusted for, then who is asking, then storable text only, then
+	// CSRF (which audits a refusal in their name), then whether their role
+	// passes the route's gate.
+	e.Use(s.refusalSummaries, s.watchForwarded, s.authenticate, s.plainText, s.csrf, s.authorize)
 	s.routes(e)
 	return e
 }
