@@ -99,7 +99,8 @@ var routeGates = map[string]string{
 	"GET /api/v1/tasks/:id":                               "viewer",
 	"GET /api/v1/ledgers/:type":                           "viewer",
 	"GET /api/v1/recon/tickets":                           "viewer",
-	"GET /api/v1/audit":                                   "admin",
+	"GET /api/v1/audit":                                   "viewer",
+	"GET /api/v1/audit/:id":                               "viewer",
 	"GET /api/v1/openapi.json":                            "viewer",
 }
 

@@ -193,7 +193,7 @@ var apiOps = map[string]apiOp{
 			afterParam("a ticket id"), limitParam(models.DiffPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.DiffTicket]{}, Errors: []int{400}},
-	"GET /api/v1/audit": {Summary: "List audit entries, newest first, as the audit page does",
+	"GET /api/v1/audit": {Summary: "List audit entries, newest first, as the audit page does: every entry for an admin; for other roles the operational ones (orders, tasks, tickets, jobs, resources) without ip, user_agent and request_id",
 		Query: []apiParam{
 			{Name: "actor", Desc: "exactly this actor", Schema: map[string]any{"type": "string", "maxLength": maxAuditFilter}},
 			{Name: "action", Desc: "exactly this action; it must be one the log holds", Schema: textSchema},
@@ -203,6 +203,8 @@ var apiOps = map[string]apiOp{
 			afterParam("an audit entry id"), limitParam(models.AuditPageSize, models.MaxAuditPageSize),
 		},
 		Status: http.StatusOK, Resp: listPage[models.AuditEntry]{}, Errors: []int{400}},
+	"GET /api/v1/audit/:id": {Summary: "One audit entry, as its page shows it; 403 for a non-admin asking for an admin-only entry (users, tokens, sign-ins, refusals)",
+		Status: http.StatusOK, Resp: models.AuditEntry{}, Errors: []int{400, 403, 404}},
 	"GET /api/v1/openapi.json": {Summary: "This document", Status: http.StatusOK, Resp: map[string]any{}},
 }
 

@@ -147,5 +147,8 @@ func (s *server) overview(c *echo.Context) error {
 		v.Duplicates = append(v.Duplicates, views.OverviewDuplicate{TaskID: a.TaskID, OrderNo: a.OrderNo,
 			Type: string(a.ResourceType), Worker: a.Worker, At: a.FinishedAt})
 	}
+	if v.Forwarded, err = s.forwardedBanner(ctx, isAdmin(c)); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, views.OverviewPage(s.page(c, "overview.title", "overview"), v))
 }

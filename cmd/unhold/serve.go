@@ -130,6 +130,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 	var srv *http.Server
 	var ln net.Listener
+	var flushWeb func(context.Context) // see web.Deps.AtShutdown
 	scheme := "http"
 	switch {
 	case r.http:
@@ -141,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		listening.Addr = ln.Addr().String()
 		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 			if err != nil {
@@ -195,6 +196,9 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		defer cancel()
 		if err := srv.Shutdown(shutCtx); err != nil {
 			log.Error("http shutdown", slog.Any("err", err))
+		}
+		if flushWeb != nil {
+			flushWeb(shutCtx)
 		}
 	}
 	return nil
