@@ -243,7 +243,7 @@ func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger
 		manual: prometheus.NewDesc("unhold_release_manual_tasks",
 			"Release tasks in MANUAL, waiting for a person.", nil, nil),
 		openDiffs: prometheus.NewDesc("unhold_recon_open_diffs",
-			"Reconciliation diffs not yet resolved (OPEN or ACKED), by resource.", []string{"resource"}, nil),
+			"Reconciliation diff tickets not yet resolved (OPEN or ACKED), by resource; UNCHECKED tickets are not counted.", []string{"resource"}, nil),
 		skipped: prometheus.NewDesc("unhold_recon_skipped_keys",
 			"Keys of a remote type the last finished reconciliation run left unchecked, by reason (UNKNOWN_OUTCOME, NO_ANSWER, REFUSED, OTHER_KEY, UNPARSEABLE).",
 			[]string{"resource", "reason"}, nil),

@@ -435,7 +435,8 @@ func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error)
 	return out, nil
 }
 
-// OpenDiffCounts counts the tickets not yet RESOLVED, per resource.
+// OpenDiffCounts counts the diff tickets not yet RESOLVED, per resource;
+// an UNCHECKED ticket is no diff, and is not counted.
 func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, error) {
 	type row struct {
 		ResourceType ResourceType
@@ -443,7 +444,7 @@ func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, err
 	}
 	var rows []row
 	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, COUNT(*) AS n FROM recon_diffs
-		WHERE status IN ('OPEN','ACKED') GROUP BY resource_type`).Scan(&rows).Error
+		WHERE status IN ('OPEN','ACKED') AND kind = ? GROUP BY resource_type`, TicketDiff).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("count open diffs: %w", err)
 	}
@@ -503,7 +504,7 @@ func (s *Store) ListDiffs(ctx context.Context, f DiffFilter) ([]DiffTicket, erro
 		q = q.Where("resource_type = ?", f.Resource)
 	}
 	if f.Sign != 0 {
-		q = q.Where("sign = ?", f.Sign)
+		q = q.Where("sign = ? AND kind = ?", f.Sign, TicketDiff)
 	}
 	if f.After.ID != 0 {
 		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", f.After.At, f.After.At, f.After.ID)

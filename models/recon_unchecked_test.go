@@ -126,6 +126,17 @@ func TestReconPartialOpensAndClosesUnchecked(t *testing.T) {
 				t.Fatalf("after run %d (opened %d): UNCHECKED tickets %v", i, run.Opened, unchecked(t, e))
 			}
 		}
+		// An UNCHECKED ticket is no diff: not counted among the open diffs
+		// (their alert says "missed or double release"), not listed by sign.
+		open, err := e.s.OpenDiffCounts(e.ctx)
+		if err != nil || open[giftCard] != 0 {
+			t.Fatalf("open diffs with only UNCHECKED tickets: %v, %v; want 0", open, err)
+		}
+		for _, sign := range []int{1, -1} {
+			if ts, err := e.s.ListDiffs(e.ctx, models.DiffFilter{Sign: sign}); err != nil || len(ts) != 0 {
+				t.Fatalf("tickets of sign %d: %+v, %v; want none", sign, ts, err)
+			}
+		}
 		var card2 []models.DiffTicket
 		must(t, func() error {
 			return e.s.R.Where("kind = ? AND biz_key = 'card-2'", models.TicketUnchecked).Find(&card2).Error

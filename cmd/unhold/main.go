@@ -185,18 +185,36 @@ func reconcile(ctx context.Context, s *models.Store, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "run %d: %d diffs found, %d new tickets, %d closed automatically, in %s\n",
-		run.ID, run.Found, run.Opened, run.Closed, run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
 	open, err := s.ListDiffs(ctx, models.DiffFilter{Statuses: []string{models.DiffOpen, models.DiffAcked}, Limit: 1000})
 	if err != nil {
 		return err
 	}
+	return reconReport(out, run, open)
+}
+
+// reconReport prints a run and the open tickets, and fails while any is
+// open or the run left keys unchecked: a script that runs it must not
+// read a run that could not look as clean.
+func reconReport(out io.Writer, run *models.ReconRun, open []models.DiffTicket) error {
+	fmt.Fprintf(out, "run %d %s: %d diffs found, %d new tickets, %d closed automatically, in %s\n",
+		run.ID, run.Status, run.Found, run.Opened, run.Closed, run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
+	if run.Status == models.ReconPartial {
+		fmt.Fprintf(out, "partial: %s\n", run.Unchecked())
+	}
 	for _, d := range open {
+		if d.Kind == models.TicketUnchecked {
+			fmt.Fprintf(out, "#%d %s %s UNCHECKED %d runs in a row (%s) %s\n", d.ID, d.ResourceType, d.BizKey, d.Streak, d.Reasons, d.Status)
+			continue
+		}
 		fmt.Fprintf(out, "#%d %s %s %s expected %d actual %d (%+d) %s orders %s\n",
 			d.ID, d.ResourceType, d.BizKey, d.CheckName, d.Expected, d.Actual, d.Actual-d.Expected, d.Status, d.Orders)
 	}
-	if len(open) > 0 {
-		return fmt.Errorf("%d reconciliation ticket(s) open", len(open))
+	var errs []error
+	if run.Status == models.ReconPartial {
+		errs = append(errs, fmt.Errorf("the run was partial: %s", run.Unchecked()))
 	}
-	return nil
+	if len(open) > 0 {
+		errs = append(errs, fmt.Errorf("%d reconciliation ticket(s) open", len(open)))
+	}
+	return errors.Join(errs...)
 }

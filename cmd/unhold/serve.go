@@ -229,7 +229,11 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed), nil
+		sum := fmt.Sprintf("run %d %s: %d diffs, %d new tickets, %d closed", run.ID, run.Status, run.Found, run.Opened, run.Closed)
+		if run.Status == models.ReconPartial {
+			sum += "; partial: " + run.Unchecked()
+		}
+		return sum, nil
 	}
 	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
