@@ -229,7 +229,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 		if err != nil {
 			return "", err
 		}
-		sum := fmt.Sprintf("run %d %s: %d diffs, %d new tickets, %d closed", run.ID, run.Status, run.Found, run.Opened, run.Closed)
+		sum := fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed)
 		if run.Status == models.ReconPartial {
 			sum += "; partial: " + run.Unchecked()
 		}
