@@ -47,7 +47,7 @@ func newRemoteEnv(t *testing.T, d models.Dialect, o remoteOpts) remoteEnv {
 	svc := remotetest.New(remotetest.Options{NoHolds: o.noHolds, Seed: 7})
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Timeout: o.timeout})
+	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Timeout: o.timeout, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -651,7 +651,7 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 		svc := remotetest.New(remotetest.Options{Seed: 11})
 		srv := httptest.NewServer(svc)
 		t.Cleanup(srv.Close)
-		client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL})
+		client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func withGiftCards(svc *remotetest.Service) func(*testing.T, models.Dialect) bun
 	return func(t *testing.T, d models.Dialect) bundle {
 		srv := httptest.NewServer(svc)
 		t.Cleanup(srv.Close)
-		client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL})
+		client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,7 +18,7 @@ func withWrapAndCards(t *testing.T, d models.Dialect) bundle {
 	t.Helper()
 	srv := httptest.NewServer(remotetest.New(remotetest.Options{}))
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL, Strict: true})
 	try(t, "client", err)
 	clock := modelstest.NewClock()
 	s := modelstest.Open(t, d, models.Options{Now: clock.Now,

@@ -27,7 +27,7 @@ func rmBundle(t *testing.T, d models.Dialect) (bundle, *remotetest.Service) {
 	svc.SetAvailable("card-1", 1000)
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
