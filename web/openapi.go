@@ -119,7 +119,7 @@ var apiOps = map[string]apiOp{
 	"GET /api/v1/slots/:slot_id": {Summary: "Read a slot",
 		Status: http.StatusOK, Resp: slotView{}, Errors: []int{400, 404}},
 	"POST /api/v1/orders": {Summary: "Place a PENDING order holding everything it asks for, or nothing at all",
-		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415}},
+		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415, 502}},
 	"GET /api/v1/orders": {Summary: "Search orders, as the orders page does, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "no", Desc: "an order number", Schema: orderNoSchema},
