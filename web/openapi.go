@@ -97,6 +97,8 @@ var apiOps = map[string]apiOp{
 		Body: putSKUBody{}, Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 409, 415}},
 	"GET /api/v1/skus/:sku_id": {Summary: "Read a SKU's stock",
 		Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 404}},
+	"GET /api/v1/resources": {Summary: "List the resource types, built in, declared and remote; a remote type's service, its token only as whether one is sent, and unverified_answers when it is declared strict: false",
+		Status: http.StatusOK, Resp: resourceTypesView{}},
 	"PUT /api/v1/resources/:type/:key": {Summary: "Set a declared counter key's available amount, creating the key when new",
 		Body: putCounterBody{}, Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/resources/:type/:key": {Summary: "Read one key of any counter type, built in or declared",
