@@ -38,17 +38,20 @@ type remoteEnv struct {
 type remoteOpts struct {
 	timeout time.Duration // the client's timeout; 0: remote.DefaultTimeout
 	noHolds bool          // the service answers 404 on GET /holds/{key}
-	faults  models.FaultFunc
+	// unstrict: the service echoes no idempotency key and the type is
+	// declared strict: false
+	unstrict bool
+	faults   models.FaultFunc
 }
 
 // newRemoteEnv opens a store on d with sku-1 (10 in stock) and the
 // service holding card-1 … card-3 (10 available each).
 func newRemoteEnv(t *testing.T, d models.Dialect, o remoteOpts) remoteEnv {
 	t.Helper()
-	svc := remotetest.New(remotetest.Options{NoHolds: o.noHolds, Seed: 7})
+	svc := remotetest.New(remotetest.Options{NoHolds: o.noHolds, Seed: 7, NoEcho: o.unstrict})
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Timeout: o.timeout})
+	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Timeout: o.timeout, Strict: !o.unstrict})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,7 +655,7 @@ func TestRemoteTwoInstancesDrain(t *testing.T) {
 		svc := remotetest.New(remotetest.Options{Seed: 11})
 		srv := httptest.NewServer(svc)
 		t.Cleanup(srv.Close)
-		client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL})
+		client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

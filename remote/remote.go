@@ -52,11 +52,12 @@ const (
 	ClassRejected   Class = "REMOTE_REJECTED" // any other answer but 2xx and 409 ALREADY_DONE: MANUAL
 	ClassTimeout    Class = "TIMEOUT"         // no whole answer within the timeout: retried
 	ClassConnection Class = "CONNECTION"      // refused, reset, closed without an answer: retried
-	ClassProtocol   Class = "REMOTE_PROTOCOL" // a 2xx whose body does not prove the call was ours: retried
+	ClassProtocol   Class = "REMOTE_PROTOCOL" // a 2xx or 409 ALREADY_DONE whose body does not prove the call was ours: retried
 )
 
-// Why an answer of status 2xx failed to prove itself (ClassProtocol): the
-// cause of its *Error, for errors.Is.
+// Why an answer that would count as done (a 2xx; for a call, a 409
+// ALREADY_DONE) failed to prove itself (ClassProtocol): the cause of its
+// *Error, for errors.Is.
 var (
 	ErrUnparseable = errors.New("the answer is not the JSON object the protocol asks for")
 	ErrNoEcho      = errors.New("the answer does not echo the request")
@@ -94,6 +95,10 @@ type Config struct {
 	URL     string        // the service's base URL: http or https, a host, no query
 	Timeout time.Duration // a call's whole time, answer read included; 0: DefaultTimeout
 	Token   string        // sent as "Authorization: Bearer <Token>" when not empty
+	// Strict makes a call count as done only when its answer proves it:
+	// a JSON object echoing the request's idempotency_key. Off, any 2xx
+	// and any 409 ALREADY_DONE count, whatever their body.
+	Strict bool
 }
 
 // Client calls one remote resource type's service. It is safe for
@@ -103,6 +108,7 @@ type Client struct {
 	base    string
 	token   string
 	timeout time.Duration
+	strict  bool
 	http    *http.Client
 }
 
@@ -139,6 +145,7 @@ func New(cfg Config) (*Client, error) {
 		base:    strings.TrimRight(u.String(), "/"),
 		token:   cfg.Token,
 		timeout: timeout,
+		strict:  cfg.Strict,
 		http: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -224,6 +231,16 @@ func IdempotencyKey(orderNo, typ, key string, op Op, epoch int) string {
 // Timeout is the whole time one call may take.
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
+// Strict says whether a call's answer must echo its idempotency key to
+// count as done (Config.Strict).
+func (c *Client) Strict() bool { return c.strict }
+
+// URL is the service's base URL, without a trailing slash.
+func (c *Client) URL() string { return c.base }
+
+// HasToken says whether calls carry a bearer token.
+func (c *Client) HasToken() bool { return c.token != "" }
+
 // Lock asks the service to hold call.Qty of call.Key for the order.
 func (c *Client) Lock(ctx context.Context, call Call) (Result, error) {
 	return c.call(ctx, OpLock, call)
@@ -255,15 +272,60 @@ func (c *Client) call(ctx context.Context, op Op, call Call) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{IdempotencyKey: call.IdempotencyKey, Status: status}
-	if status >= 200 && status <= 299 {
-		return res, nil
-	}
-	e := c.answerError(op, status, answer)
-	if status == http.StatusConflict && e.Code == CodeAlreadyDone {
+	if status < 200 || status > 299 {
+		e := c.answerError(op, status, answer)
+		if status != http.StatusConflict || e.Code != CodeAlreadyDone {
+			return Result{}, e
+		}
 		res.Duplicate = true
-		return res, nil
 	}
-	return Result{}, e
+	if c.strict {
+		if why := echoes(answer, call.IdempotencyKey); why != nil {
+			return Result{}, &Error{Type: c.typ, Op: op, Class: ClassProtocol, Status: status, Err: why,
+				Message: bodyHead(answer)}
+		}
+	}
+	return res, nil
+}
+
+// echoes says why answer does not prove itself the answer to the call of
+// idempotency key k, or nil when it does: it must be a JSON object whose
+// idempotency_key is k. A service that cannot echo yet is declared
+// strict: false instead.
+func echoes(answer []byte, k string) error {
+	var a struct {
+		IdempotencyKey *string `json:"idempotency_key"`
+	}
+	switch body := bytes.TrimSpace(answer); {
+	case !bytes.HasPrefix(body, []byte("{")) || json.Unmarshal(body, &a) != nil:
+		return ErrUnparseable
+	case a.IdempotencyKey == nil:
+		return ErrNoEcho
+	case *a.IdempotencyKey != k:
+		return ErrOtherKey
+	}
+	return nil
+}
+
+// maxHead bounds how much of an answer that did not prove itself is kept:
+// enough for a person to see what answered instead of the service.
+const maxHead = 200
+
+// bodyHead is the answer's first maxHead bytes, made one line as clip
+// does, marked "…" when there was more; "empty body" for none.
+func bodyHead(answer []byte) string {
+	if len(bytes.TrimSpace(answer)) == 0 {
+		return "empty body"
+	}
+	head, more := answer, ""
+	if len(head) > maxHead {
+		cut := maxHead
+		for cut > 0 && !utf8.RuneStart(head[cut]) {
+			cut--
+		}
+		head, more = head[:cut], "…"
+	}
+	return clip(string(head), maxHead) + more
 }
 
 // invalid says what is wrong with call, or "" when nothing is: a call the
@@ -357,9 +419,9 @@ func (c *Client) do(parent context.Context, op Op, method, path string, body []b
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	// A call's 2xx is the service's word that it did the call, whatever
-	// its body; any other answer cut short is no answer at all.
-	if err != nil && (method != http.MethodPost || resp.StatusCode < 200 || resp.StatusCode > 299) {
+	// Unstrict, a call's 2xx is the service's word that it did the call,
+	// whatever its body; any other answer cut short is no answer at all.
+	if err != nil && (method != http.MethodPost || resp.StatusCode < 200 || resp.StatusCode > 299 || c.strict) {
 		return 0, nil, c.noAnswer(parent, op, err)
 	}
 	return resp.StatusCode, answer, nil

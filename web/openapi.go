@@ -97,6 +97,8 @@ var apiOps = map[string]apiOp{
 		Body: putSKUBody{}, Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 409, 415}},
 	"GET /api/v1/skus/:sku_id": {Summary: "Read a SKU's stock",
 		Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 404}},
+	"GET /api/v1/resources": {Summary: "List the resource types, built in, declared and remote; a remote type's service, its token only as whether one is sent, and unverified_answers when it is declared strict: false",
+		Status: http.StatusOK, Resp: resourceTypesView{}},
 	"PUT /api/v1/resources/:type/:key": {Summary: "Set a declared counter key's available amount, creating the key when new",
 		Body: putCounterBody{}, Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/resources/:type/:key": {Summary: "Read one key of any counter type, built in or declared",
@@ -119,7 +121,7 @@ var apiOps = map[string]apiOp{
 	"GET /api/v1/slots/:slot_id": {Summary: "Read a slot",
 		Status: http.StatusOK, Resp: slotView{}, Errors: []int{400, 404}},
 	"POST /api/v1/orders": {Summary: "Place a PENDING order holding everything it asks for, or nothing at all",
-		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415}},
+		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415, 502}},
 	"GET /api/v1/orders": {Summary: "Search orders, as the orders page does, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "no", Desc: "an order number", Schema: orderNoSchema},

@@ -82,6 +82,7 @@ func (s *server) routes(e *echo.Echo) {
 	const api = "/api/v1"
 	add(put, api+"/skus/:sku_id", gateOperator, s.putSKU)
 	add(get, api+"/skus/:sku_id", gateViewer, s.getSKU)
+	add(get, api+"/resources", gateViewer, s.listResourceTypes)
 	add(put, api+"/resources/:type/:key", gateOperator, s.putCounter)
 	add(get, api+"/resources/:type/:key", gateViewer, s.getCounter)
 	add(post, api+"/coupons", gateOperator, s.createCoupon)

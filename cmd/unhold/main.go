@@ -82,6 +82,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	log := newLogger(cfg.LogFormat, stderr)
+	// What the resources file allows but weakens (strict: false,
+	// insecure_http: true) is said at every start, not only once.
+	for _, r := range cfg.Resources {
+		for _, w := range r.Warnings {
+			log.Warn("resources file: "+w, slog.String("resource_type", string(r.Type)))
+		}
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log, stdout, roleServe)
@@ -152,7 +159,8 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 			opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: label})
 			continue
 		}
-		client, err := remote.New(remote.Config{Type: string(r.Type), URL: r.URL, Timeout: r.Timeout, Token: r.Token})
+		client, err := remote.New(remote.Config{Type: string(r.Type), URL: r.URL, Timeout: r.Timeout, Token: r.Token,
+			Strict: r.Strict})
 		if err != nil {
 			return opt, fmt.Errorf("resources: %w", err)
 		}
