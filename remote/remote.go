@@ -282,7 +282,7 @@ func (c *Client) call(ctx context.Context, op Op, call Call) (Result, error) {
 	if c.strict {
 		if why := echoes(answer, call.IdempotencyKey); why != nil {
 			return Result{}, &Error{Type: c.typ, Op: op, Class: ClassProtocol, Status: status, Err: why,
-				Message: bodyHead(answer)}
+				Message: bodyHead(c.redact(answer))}
 		}
 	}
 	return res, nil
@@ -293,18 +293,72 @@ func (c *Client) call(ctx context.Context, op Op, call Call) (Result, error) {
 // idempotency_key is k. A service that cannot echo yet is declared
 // strict: false instead.
 func echoes(answer []byte, k string) error {
-	var a struct {
-		IdempotencyKey *string `json:"idempotency_key"`
-	}
-	switch body := bytes.TrimSpace(answer); {
-	case !bytes.HasPrefix(body, []byte("{")) || json.Unmarshal(body, &a) != nil:
+	m, err := members(answer)
+	if err != nil {
 		return ErrUnparseable
-	case a.IdempotencyKey == nil:
+	}
+	raw, ok := m["idempotency_key"]
+	if !ok || string(raw) == "null" {
 		return ErrNoEcho
-	case *a.IdempotencyKey != k:
+	}
+	var got string
+	if json.Unmarshal(raw, &got) != nil {
+		return ErrUnparseable
+	}
+	if got != k {
 		return ErrOtherKey
 	}
 	return nil
+}
+
+// errAmbiguous is an object with two members whose names differ at most
+// in case: encoding/json would take the last, or either, for one field.
+var errAmbiguous = errors.New("two members of one name")
+
+// members reads answer as one JSON object and nothing after it, member by
+// member. Names are matched exactly, not as encoding/json matches fields,
+// and an object naming a member twice, even in another case, is refused:
+// an answer that says two things proves neither.
+func members(answer []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(answer))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, ErrUnparseable
+	}
+	m := map[string]json.RawMessage{}
+	folded := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string)
+		if folded[strings.ToLower(name)] {
+			return nil, errAmbiguous
+		}
+		folded[strings.ToLower(name)] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		m[name] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, ErrUnparseable
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, ErrUnparseable
+	}
+	return m, nil
+}
+
+// redact blanks the client's bearer token out of an answer: whatever
+// answered in the service's place may reflect the request's headers, and
+// what an answer said is kept for people to read.
+func (c *Client) redact(answer []byte) []byte {
+	if c.token == "" {
+		return answer
+	}
+	return bytes.ReplaceAll(answer, []byte(c.token), []byte("[redacted]"))
 }
 
 // maxHead bounds how much of an answer that did not prove itself is kept:
@@ -374,23 +428,24 @@ func (c *Client) Holds(ctx context.Context, key string) (Holds, error) {
 	if status < 200 || status > 299 {
 		return Holds{}, c.answerError(opHolds, status, answer)
 	}
-	var h struct {
-		Key  *string `json:"key"`
-		Held *int64  `json:"held"`
-	}
+	var got string
+	var held int64
 	var why error
-	switch err := json.Unmarshal(answer, &h); {
-	case err != nil || h.Held == nil || *h.Held < 0:
+	m, err := members(answer)
+	switch {
+	case err != nil || json.Unmarshal(m["held"], &held) != nil || held < 0:
 		why = ErrUnparseable
-	case h.Key == nil:
+	case m["key"] == nil || string(m["key"]) == "null":
 		why = ErrNoEcho
-	case *h.Key != key:
+	case json.Unmarshal(m["key"], &got) != nil:
+		why = ErrUnparseable
+	case got != key:
 		why = ErrOtherKey
 	default:
-		return Holds{Key: key, Held: *h.Held}, nil
+		return Holds{Key: key, Held: held}, nil
 	}
 	return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassProtocol, Status: status, Err: why,
-		Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(answer), maxMessage))}
+		Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(c.redact(answer)), maxMessage))}
 }
 
 // do sends one request within the client's timeout and reads at most
@@ -453,6 +508,7 @@ func (c *Client) answerError(op Op, status int, answer []byte) *Error {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}
+	answer = c.redact(answer)
 	msg := strings.TrimSpace(string(answer))
 	if strings.HasPrefix(msg, "{") && json.Unmarshal(answer, &a) == nil {
 		msg = a.Message
@@ -469,10 +525,12 @@ func (c *Client) answerError(op Op, status int, answer []byte) *Error {
 }
 
 // clip makes s one printable line of valid UTF-8 of at most n bytes, cut on
-// a character boundary and marked "…" when cut.
+// a character boundary and marked "…" when cut. Format characters (bidi
+// overrides, zero-width ones) go too: they would reorder or hide what a
+// person reads of an answer.
 func clip(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
 		}
 		return r
