@@ -9,7 +9,8 @@ var authText = text{
 	"nav.users":        {"用户", "Users"},
 	"nav.tokens":       {"API 令牌", "Tokens"},
 
-	"overview.forwarded":      {"有请求带着转发头 %s 经代理 %s 而来，但未设置 -trusted-proxies：审计日志、登录限速和会话记下的是代理的地址，不是客户的。请把 -trusted-proxies（UNHOLD_TRUSTED_PROXIES）设为代理的地址或网段。", "Requests came through a proxy (header %s, from %s), but -trusted-proxies is not set: the audit log, login throttling and sessions record the proxy's address, not the client's. Set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to the proxy's address or network."},
+	"overview.forwarded": {"有请求带着转发头 %[1]s 从 %[2]s 而来，但未设置 -trusted-proxies，所以这个头被忽略。若 %[2]s 是你的反向代理：审计日志、登录限速和会话记下的都是它的地址，而不是客户的，请把 -trusted-proxies（UNHOLD_TRUSTED_PROXIES）设为它的地址或网段。若不是，那是有人直接发来了这个头，忽略它是对的：不要信任一个不属于你的地址。",
+		"Requests came with the forwarding header %[1]s from %[2]s, but -trusted-proxies is not set, so the header was ignored. If %[2]s is your reverse proxy, the audit log, login throttling and sessions record its address, not the client's: set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to its address or network. If it is not, someone sent the header directly and ignoring it is right: never trust an address that is not yours."},
 	"overview.forwarded.last": {"最近一次：", "Last seen:"},
 
 	"account.password.link": {"修改密码", "Password"},

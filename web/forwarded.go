@@ -26,7 +26,7 @@ const (
 	// start and on the overview) while the flag is still unset.
 	forwardedRecent = 30 * 24 * time.Hour
 	// forwardedHint is what the warnings ask for.
-	forwardedHint = "set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to the proxy's address or network, e.g. 10.0.0.5/32"
+	forwardedHint = "if the peer is your reverse proxy, set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to its address or network, e.g. 10.0.0.5/32; if it is not, someone sent the header directly, and it is rightly ignored"
 )
 
 // forwardedWatch is what one server without trusted proxies remembers of

@@ -198,7 +198,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			log.Error("http shutdown", slog.Any("err", err))
 		}
 		if flushWeb != nil {
-			flushWeb(shutCtx)
+			// A time of its own: a slow request may have used up the
+			// shutdown's, and the refusals it sums up would be lost.
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			flushWeb(flushCtx)
 		}
 	}
 	return nil
