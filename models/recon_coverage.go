@@ -24,7 +24,8 @@ const (
 	// SkipNoAnswer: a timeout, a lost connection, a busy answer (408, 425,
 	// 429, 5xx), or not asked (a wave failed, the run's time ran out).
 	SkipNoAnswer SkipReason = "NO_ANSWER"
-	// SkipRefused: the service answered an error (a 4xx but 404).
+	// SkipRefused: the service answered an error (a 4xx; a 404 once
+	// another key of the type got another answer).
 	SkipRefused SkipReason = "REFUSED"
 	// SkipOtherKey: the service answered for another key.
 	SkipOtherKey SkipReason = "OTHER_KEY"

@@ -422,7 +422,11 @@ func (r *remoteResource) checkService(ctx context.Context) ([]Diff, *heldCheck, 
 // and returns the answers it got; each key it got none for goes into
 // skipped with the reason (skipReason), and the error says how many keys
 // were not answered, and why the first was not. ErrNoHolds: the service
-// offers no GET /holds.
+// offers no GET /holds — every key asked got a 404 and none anything
+// else. Once any key got another answer the service evidently offers the
+// endpoint, and a 404 is a refusal of its key (the protocol answers an
+// unknown key held 0, never 404): were one 404 taken for "not offered",
+// a service could hide every other key's diff by 404-ing one.
 func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[string]SkipReason) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
@@ -431,13 +435,18 @@ func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[s
 	each(len(keys), func(i int) {
 		// A service that failed a whole wave of questions is not asked
 		// the rest: a hanging one would cost keys × timeout / remoteCalls.
+		// A 404 is a quick answer, not a failure: were a wave of them to
+		// stop the questions, a service 404-ing its first keys would have
+		// the type read "not offered" as surely as 404-ing them all.
 		if failures.Load() >= remoteCalls || ctx.Err() != nil {
 			errs[i] = errNotAsked
 			return
 		}
 		h, err := r.client.Holds(ctx, keys[i])
 		if err != nil {
-			failures.Add(1)
+			if !errors.Is(err, remote.ErrNoHolds) {
+				failures.Add(1)
+			}
 			errs[i] = err
 			return
 		}
@@ -445,18 +454,35 @@ func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[s
 		out[keys[i]] = h.Held
 		mu.Unlock()
 	})
+	asked, notFound := 0, 0
+	for _, err := range errs {
+		if !errors.Is(err, errNotAsked) {
+			asked++
+		}
+		if errors.Is(err, remote.ErrNoHolds) {
+			notFound++
+		}
+	}
+	if notFound > 0 && notFound == asked {
+		return nil, remote.ErrNoHolds
+	}
 	var first error
 	failed := 0
 	for i, err := range errs {
-		if errors.Is(err, remote.ErrNoHolds) {
-			return nil, err
+		if err == nil {
+			continue
 		}
-		if err != nil {
-			failed++
-			skipped[keys[i]] = skipReason(err)
-			if !errors.Is(err, errNotAsked) {
-				first = cmp.Or(first, err)
-			}
+		failed++
+		reason := skipReason(err)
+		if errors.Is(err, remote.ErrNoHolds) {
+			// Other keys got other answers: the endpoint is there, and
+			// this 404 refuses the key.
+			reason = SkipRefused
+			err = fmt.Errorf("404 for %q, where other keys got other answers", keys[i])
+		}
+		skipped[keys[i]] = reason
+		if !errors.Is(err, errNotAsked) {
+			first = cmp.Or(first, err)
 		}
 	}
 	if failed > 0 {
