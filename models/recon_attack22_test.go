@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -142,6 +143,52 @@ func TestAttack22TimedOutTypeNeverUnchecked(t *testing.T) {
 		if _, ok := since[voucher]; tickets == 0 || !ok {
 			t.Fatalf("after 5 runs that never read voucher's keys: %d UNCHECKED tickets of voucher, unchecked since %v; "+
 				"want v-1's ticket and a time (the alert's input)", tickets, since)
+		}
+	})
+}
+
+// A service that 404s more than a wave of keys before it answers one: the
+// 404s are quick answers, not failures, so they do not stop the questions
+// as a wave of timeouts does. Were they to, the keys after them would go
+// unasked, every key asked would have got a 404, and the type would read
+// "HELD check not offered", DONE — card-z's diff hidden by 404-ing the
+// keys that sort before it. Breaks if a 404 counted toward a failed wave.
+func TestAttack22HoldsNotFoundWaveStillAsksTheRest(t *testing.T) {
+	t.Parallel()
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		var override atomic.Pointer[holdsOverride]
+		e := newSkipEnv(t, d, &override)
+		must(t, func() error { _, err := e.s.SetStock(e.ctx, "sku-1", 30, 0, "test"); return err })
+		for i := range 20 {
+			key := fmt.Sprintf("card-a%02d", i)
+			e.svc.SetAvailable(key, 10)
+			must(t, func() error { return e.place("o-"+key, key, 1) })
+		}
+		e.svc.SetAvailable("card-z", 10)
+		must(t, func() error { return e.place("o-z", "card-z", 3) })
+		e.clock.Advance(time.Minute)
+		front := holdsOverride(func(key string) (int, string, bool) {
+			switch {
+			case key == "card-z":
+				return http.StatusOK, `{"key":"card-z","held":9}`, true
+			case strings.HasPrefix(key, "card-a"):
+				return http.StatusNotFound, `{"code":"NO_SUCH_KEY"}`, true
+			}
+			return 0, "", false
+		})
+		override.Store(&front)
+		run, err := e.s.RunReconciliation(e.ctx, models.ReconByCLI, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held int64
+		must(t, func() error {
+			return e.s.R.Model(&models.DiffTicket{}).Where("biz_key = 'card-z' AND status <> 'RESOLVED' AND kind = 'DIFF'").
+				Count(&held).Error
+		})
+		if run.Status != models.ReconPartial || coverage(t, run) != "compared=1 REFUSED=20" || held == 0 {
+			t.Fatalf("run %s, coverage %q, open diff tickets of card-z: %d; want PARTIAL, compared=1 REFUSED=20, "+
+				"and card-z's HELD diff (service 9, expected 3)", run.Status, coverage(t, run), held)
 		}
 	})
 }
