@@ -256,9 +256,10 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 // withServiceDiffs adds to found what the remote types' services say
 // (reconcileServices), and to orders the orders their diffs name, read
 // after the services answered. It returns what each type's HELD check
-// covered. When ctx has a deadline, the services get half the time left:
-// a slow one leaves its keys unchecked, and the run still has the time to
-// record what it found.
+// covered. When ctx has a deadline, the services' questions get half the
+// time left: a slow one leaves its keys, and those of the types asked
+// after it, unchecked, and the run still has the time to record what it
+// found. unhold's own reads keep ctx.
 func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType]*heldCheck, error) {
 	sctx := ctx
 	if end, ok := ctx.Deadline(); ok {
@@ -266,7 +267,7 @@ func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[s
 		sctx, cancel = context.WithTimeout(ctx, time.Until(end)/2)
 		defer cancel()
 	}
-	more, checks, err := s.reconcileServices(sctx)
+	more, checks, err := s.reconcileServices(ctx, sctx)
 	if err != nil || len(more) == 0 {
 		return found, checks, err
 	}
@@ -280,8 +281,8 @@ func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[s
 
 // recordDiffs keeps found as tickets of run and closes every unresolved
 // DIFF ticket the run did not find, but for the HELD tickets of the keys
-// it left unchecked (all of the type's when its check compared none),
-// which stay as they are. It records what the remote types' HELD checks
+// it left unchecked (all of the type's when its service offers no GET
+// /holds), which stay as they are. It records what the remote types' HELD checks
 // covered, with their UNCHECKED tickets (recordCoverage); a run that
 // skipped a key ends PARTIAL, any other DONE.
 func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string,
@@ -290,7 +291,7 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 		now := s.Now()
 		for t, hc := range checks {
 			keys := slices.Sorted(maps.Keys(hc.skipped))
-			if hc.keepsAll() {
+			if hc.notOffered {
 				err := tx.Exec(`UPDATE recon_diffs SET last_run_id = ? WHERE status <> 'RESOLVED' AND resource_type = ?
 					AND check_name = ?`, run.ID, t, CheckHeld).Error
 				if err != nil {
@@ -397,7 +398,7 @@ func keyUnchecked(checks map[ResourceType]*heldCheck, t ResourceType, key string
 		return false
 	}
 	_, skipped := hc.skipped[key]
-	return hc.keepsAll() || skipped
+	return hc.notOffered || skipped
 }
 
 // diffOrders names, per resource key with a diff, the orders that hold it
@@ -590,7 +591,7 @@ func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	more, _, err := s.reconcileServices(ctx)
+	more, _, err := s.reconcileServices(ctx, ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -24,7 +24,8 @@ const (
 	// SkipNoAnswer: a timeout, a lost connection, a busy answer (408, 425,
 	// 429, 5xx), or not asked (a wave failed, the run's time ran out).
 	SkipNoAnswer SkipReason = "NO_ANSWER"
-	// SkipRefused: the service answered an error (a 4xx but 404).
+	// SkipRefused: the service answered an error (a 4xx; a 404 once
+	// another key of the type got another answer).
 	SkipRefused SkipReason = "REFUSED"
 	// SkipOtherKey: the service answered for another key.
 	SkipOtherKey SkipReason = "OTHER_KEY"
@@ -64,8 +65,6 @@ type ReconCoverage struct {
 	// HeldOffered is false when the service offers no GET /holds: the
 	// type has no HELD check, which is declared, not a skip.
 	HeldOffered bool `json:"held_check_offered"`
-	// Unread: the run's time ran out before the type's keys were read.
-	Unread bool `json:"unread"`
 }
 
 // TableName is the coverage table.
@@ -98,7 +97,7 @@ func (c ReconCoverage) Skipped() int64 {
 }
 
 // Partial tells whether the type's coverage makes its run PARTIAL.
-func (c ReconCoverage) Partial() bool { return c.Skipped() > 0 || c.Unread }
+func (c ReconCoverage) Partial() bool { return c.Skipped() > 0 }
 
 // MarshalJSON adds the skipped total and the counts by reason (those
 // above 0) to the fields.
@@ -119,7 +118,7 @@ func (c ReconCoverage) MarshalJSON() ([]byte, error) {
 
 // coverageOf counts what hc covered of type t in run.
 func coverageOf(run int64, t ResourceType, hc *heldCheck) ReconCoverage {
-	c := ReconCoverage{RunID: run, ResourceType: t, Compared: int64(len(hc.compared)), HeldOffered: !hc.notOffered, Unread: hc.unread}
+	c := ReconCoverage{RunID: run, ResourceType: t, Compared: int64(len(hc.compared)), HeldOffered: !hc.notOffered}
 	for _, r := range hc.skipped {
 		switch r {
 		case SkipUnknownOutcome:
@@ -196,14 +195,9 @@ func (s *Store) recordCoverage(tx *gorm.DB, run *ReconRun, checks map[ResourceTy
 	return cov, opened, closed, nil
 }
 
-// keepStreaks lengthens the streak of each key of t the run skipped (all
-// of them, NO_ANSWER, when the run read none), and ends the others.
+// keepStreaks lengthens the streak of each key of t the run skipped, and
+// ends the others.
 func (s *Store) keepStreaks(tx *gorm.DB, run *ReconRun, t ResourceType, hc *heldCheck) error {
-	if hc.unread {
-		return tx.Exec(`UPDATE recon_unchecked SET runs = runs + 1, last_run_id = ?,
-			reasons = CASE WHEN ',' || reasons || ',' LIKE ? THEN reasons ELSE reasons || ? END WHERE resource_type = ?`,
-			run.ID, "%,"+string(SkipNoAnswer)+",%", ","+string(SkipNoAnswer), t).Error
-	}
 	var rows []uncheckedStreak
 	if err := tx.Where("resource_type = ?", t).Find(&rows).Error; err != nil {
 		return err
@@ -364,10 +358,6 @@ var skipWords = map[SkipReason]string{
 func (r *ReconRun) Unchecked() string {
 	var parts []string
 	for _, c := range r.Coverage {
-		if c.Unread {
-			parts = append(parts, fmt.Sprintf("%s: time ran out before its keys were read, none checked", c.ResourceType))
-			continue
-		}
 		if c.Skipped() == 0 {
 			continue
 		}

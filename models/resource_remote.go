@@ -341,17 +341,11 @@ func (r *remoteResource) placeCallWindow() time.Duration {
 type heldCheck struct {
 	compared []string
 	skipped  map[string]SkipReason
-	// notOffered: the service offers no GET /holds (404), so the type has
-	// no HELD check; declared, not a skip.
+	// notOffered: the service offers no GET /holds (404 for every key
+	// asked), so the type has no HELD check; declared, not a skip. None of
+	// its keys was compared, so every HELD ticket of it stays as it was.
 	notOffered bool
-	// unread: the run's time for services ran out on a read of unhold's
-	// own, before the type's keys were known; none was compared.
-	unread bool
 }
-
-// keepsAll tells whether none of the type's keys was compared, so every
-// HELD ticket of it stays as it was.
-func (h *heldCheck) keepsAll() bool { return h.notOffered || h.unread }
 
 // checkService is the HELD check: what the service says it holds of each
 // key (GET /holds/{key}) against what unhold expects it to hold. The
@@ -363,12 +357,14 @@ func (h *heldCheck) keepsAll() bool { return h.notOffered || h.unread }
 // those the service did not answer for (logged) by what it did instead:
 // their open tickets stay open until a run compares them. A service that
 // offers no GET /holds has no HELD check (errNoHolds).
-func (r *remoteResource) checkService(ctx context.Context) ([]Diff, *heldCheck, error) {
+//
+// before is the first read, of the keys in play (view), made on the run's
+// ctx before any service was asked. Only the questions run on sctx, the
+// services' share of the run's time: a question the time did not reach
+// skips its key as NO_ANSWER, while unhold's own reads, the after-read
+// too, run on ctx, whose end fails the run as any database error does.
+func (r *remoteResource) checkService(ctx, sctx context.Context, before keyView) ([]Diff, *heldCheck, error) {
 	hc := &heldCheck{skipped: map[string]SkipReason{}}
-	before, err := r.view(ctx, nil)
-	if err != nil {
-		return nil, nil, err
-	}
 	var keys []string
 	for k := range before.expected {
 		if before.busy[k] {
@@ -378,7 +374,7 @@ func (r *remoteResource) checkService(ctx context.Context) ([]Diff, *heldCheck, 
 		}
 	}
 	sort.Strings(keys)
-	held, err := r.holds(ctx, keys, hc.skipped)
+	held, err := r.holds(sctx, keys, hc.skipped)
 	if errors.Is(err, remote.ErrNoHolds) {
 		// Nothing compared: a ticket of a service that stopped offering
 		// GET /holds stays for a person to resolve.
@@ -422,7 +418,11 @@ func (r *remoteResource) checkService(ctx context.Context) ([]Diff, *heldCheck, 
 // and returns the answers it got; each key it got none for goes into
 // skipped with the reason (skipReason), and the error says how many keys
 // were not answered, and why the first was not. ErrNoHolds: the service
-// offers no GET /holds.
+// offers no GET /holds — every key asked got a 404 and none anything
+// else. Once any key got another answer the service evidently offers the
+// endpoint, and a 404 is a refusal of its key (the protocol answers an
+// unknown key held 0, never 404): were one 404 taken for "not offered",
+// a service could hide every other key's diff by 404-ing one.
 func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[string]SkipReason) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
@@ -431,13 +431,18 @@ func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[s
 	each(len(keys), func(i int) {
 		// A service that failed a whole wave of questions is not asked
 		// the rest: a hanging one would cost keys × timeout / remoteCalls.
+		// A 404 is a quick answer, not a failure: were a wave of them to
+		// stop the questions, a service 404-ing its first keys would have
+		// the type read "not offered" as surely as 404-ing them all.
 		if failures.Load() >= remoteCalls || ctx.Err() != nil {
 			errs[i] = errNotAsked
 			return
 		}
 		h, err := r.client.Holds(ctx, keys[i])
 		if err != nil {
-			failures.Add(1)
+			if !errors.Is(err, remote.ErrNoHolds) {
+				failures.Add(1)
+			}
 			errs[i] = err
 			return
 		}
@@ -445,18 +450,35 @@ func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[s
 		out[keys[i]] = h.Held
 		mu.Unlock()
 	})
+	asked, notFound := 0, 0
+	for _, err := range errs {
+		if !errors.Is(err, errNotAsked) {
+			asked++
+		}
+		if errors.Is(err, remote.ErrNoHolds) {
+			notFound++
+		}
+	}
+	if notFound > 0 && notFound == asked {
+		return nil, remote.ErrNoHolds
+	}
 	var first error
 	failed := 0
 	for i, err := range errs {
-		if errors.Is(err, remote.ErrNoHolds) {
-			return nil, err
+		if err == nil {
+			continue
 		}
-		if err != nil {
-			failed++
-			skipped[keys[i]] = skipReason(err)
-			if !errors.Is(err, errNotAsked) {
-				first = cmp.Or(first, err)
-			}
+		failed++
+		reason := skipReason(err)
+		if errors.Is(err, remote.ErrNoHolds) {
+			// Other keys got other answers: the endpoint is there, and
+			// this 404 refuses the key.
+			reason = SkipRefused
+			err = fmt.Errorf("404 for %q, where other keys got other answers", keys[i])
+		}
+		skipped[keys[i]] = reason
+		if !errors.Is(err, errNotAsked) {
+			first = cmp.Or(first, err)
 		}
 	}
 	if failed > 0 {
@@ -509,30 +531,41 @@ var errNotAsked = errors.New("not asked")
 
 // reconcileServices runs every remote type's HELD check (checkService),
 // each with reads of its own: a service is not asked inside a snapshot. It
-// returns the diffs found and, by type, what each check covered.
-func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType]*heldCheck, error) {
-	var all []Diff
-	checks := map[ResourceType]*heldCheck{}
+// returns the diffs found and, by type, what each check covered. Every
+// type's keys and expectations are read on ctx before any service is
+// asked, and only the questions run on sctx (the services' share of the
+// run's time): were a type's first read made after an earlier type's
+// hanging service had used that time up, it would fail, and none of the
+// type's keys would be known to skip — no streak, no UNCHECKED ticket,
+// run after run.
+func (s *Store) reconcileServices(ctx, sctx context.Context) ([]Diff, map[ResourceType]*heldCheck, error) {
+	var rs []*remoteResource
+	var before []keyView
 	for _, t := range s.types {
 		r, ok := s.remotes[t]
 		if !ok {
 			continue
 		}
-		d, hc, err := r.checkService(ctx)
+		v, err := r.view(ctx, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		rs = append(rs, r)
+		before = append(before, v)
+	}
+	var all []Diff
+	checks := map[ResourceType]*heldCheck{}
+	for i, r := range rs {
+		d, hc, err := r.checkService(ctx, sctx, before[i])
 		switch {
 		case errors.Is(err, errNoHolds):
-			checks[t] = &heldCheck{notOffered: true}
-			continue
-		case err != nil && ctx.Err() != nil:
-			// The run's time for services ran out on a read of its own:
-			// none of the type's keys was compared.
-			checks[t] = &heldCheck{unread: true}
+			checks[r.typ] = &heldCheck{notOffered: true}
 			continue
 		case err != nil:
 			return nil, nil, err
 		}
 		all = append(all, d...)
-		checks[t] = hc
+		checks[r.typ] = hc
 	}
 	return all, checks, nil
 }

@@ -51,7 +51,6 @@ var readableText = text{
 	"say.recon_partial": {"第 %[1]s 次对账（部分完成）：发现差异 %[2]s 处，新开工单 %[3]s 个，自动关闭 %[4]s 个；未能核对：%[5]s",
 		"run %[1]s: %[2]s diffs, %[3]s new tickets, %[4]s closed; partial: %[5]s"},
 	"say.recon_unchecked":               {"%[1]s %[2]s 个键未核对（%[3]s）", "%[1]s %[2]s keys not checked (%[3]s)"},
-	"say.recon_unread":                  {"%[1]s：时间用尽，未读取其键，一个也未核对", "%[1]s: time ran out before its keys were read, none checked"},
 	"say.semicolon":                     {"；", "; "},
 	"say.skip.outcome unknown":          {"结果未知", "outcome unknown"},
 	"say.skip.no answer":                {"对方未应答", "no answer"},

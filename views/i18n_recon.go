@@ -57,7 +57,6 @@ var reconText = text{
 		"A remote type's held amount (HELD) is asked of its service key by key; a key it could not ask is not checked, and the run is PARTIAL. Local resources' checks cover every key in one snapshot and skip none."},
 	"recon.partial":        {"部分完成：", "Partial: "},
 	"recon.partial.type":   {"%s %d 个键未核对（%s）", "%s %d keys not checked (%s)"},
-	"recon.partial.unread": {"%s 时间用尽，未读取其键，全部未核对", "%s: time ran out before its keys were read, none checked"},
 	"recon.partial.reason": {"%s %d", "%s %d"},
 	"recon.partial.comma":  {"，", ", "},
 	"recon.partial.semi":   {"；", "; "},

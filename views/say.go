@@ -55,7 +55,6 @@ var shapes = []shape{
 		[]argKind{argRaw, argRaw, argRaw, argRaw, argSays}},
 	// models/recon_coverage.go (ReconRun.Unchecked)
 	{regexp.MustCompile(`^(\S+) (\d+) keys not checked \((.+)\)$`), "say.recon_unchecked", []argKind{argCode, argRaw, argSkips}},
-	{regexp.MustCompile(`^(\S+): time ran out before its keys were read, none checked$`), "say.recon_unread", []argKind{argCode}},
 	// jobs/run.go, jobs/scheduler.go
 	{regexp.MustCompile(`^timed out after (\S+): (.+)$`), "say.job_timeout", []argKind{argRaw, argSay}},
 	{regexp.MustCompile(`^job (\S+) already running on (\S+) since (\S+)$`), "say.job_running", nil},

@@ -103,7 +103,7 @@ func reconRunRow(r models.ReconRun) views.ReconRunRow {
 	row := views.ReconRunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, Status: r.Status, Error: r.Error,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Found: r.Found, Opened: r.Opened, Closed: r.Closed}
 	for _, c := range r.Coverage {
-		cr := views.ReconCoverageRow{Resource: string(c.ResourceType), Compared: c.Compared, NotOffered: !c.HeldOffered, Unread: c.Unread}
+		cr := views.ReconCoverageRow{Resource: string(c.ResourceType), Compared: c.Compared, NotOffered: !c.HeldOffered}
 		for _, why := range models.SkipReasons {
 			if n := c.SkippedBy(why); n > 0 {
 				cr.Skipped = append(cr.Skipped, views.ReconSkip{Reason: string(why), N: n})

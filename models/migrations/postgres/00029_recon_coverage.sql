@@ -6,8 +6,7 @@ ALTER TABLE recon_runs ADD CONSTRAINT recon_runs_status_check CHECK (status IN (
 
 -- Per run and remote type: how many keys its HELD check compared, and how
 -- many it skipped, by reason. held_offered false: the service offers no GET
--- /holds, the type has no HELD check (declared, not skipped); unread: the
--- run's time ran out before the type's keys were read.
+-- /holds, the type has no HELD check (declared, not skipped).
 CREATE TABLE recon_coverage (
     run_id          BIGINT  NOT NULL REFERENCES recon_runs (id),
     resource_type   TEXT    NOT NULL,
@@ -18,7 +17,6 @@ CREATE TABLE recon_coverage (
     other_key       BIGINT  NOT NULL DEFAULT 0,
     unparseable     BIGINT  NOT NULL DEFAULT 0,
     held_offered    BOOLEAN NOT NULL DEFAULT TRUE,
-    unread          BOOLEAN NOT NULL DEFAULT FALSE,
     PRIMARY KEY (run_id, resource_type)
 );
 

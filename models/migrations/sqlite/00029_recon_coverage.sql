@@ -17,8 +17,7 @@ DROP TABLE up_00029_guard;
 
 -- Per run and remote type: how many keys its HELD check compared, and how
 -- many it skipped, by reason. held_offered = 0: the service offers no GET
--- /holds, the type has no HELD check (declared, not skipped); unread = 1:
--- the run's time ran out before the type's keys were read.
+-- /holds, the type has no HELD check (declared, not skipped).
 CREATE TABLE recon_coverage (
     run_id          INTEGER NOT NULL REFERENCES recon_runs (id),
     resource_type   TEXT    NOT NULL,
@@ -29,7 +28,6 @@ CREATE TABLE recon_coverage (
     other_key       INTEGER NOT NULL DEFAULT 0,
     unparseable     INTEGER NOT NULL DEFAULT 0,
     held_offered    INTEGER NOT NULL DEFAULT 1,
-    unread          INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_id, resource_type)
 );
 
