@@ -66,6 +66,7 @@ type Config struct {
 	// Daily jobs, in TZ. A schedule is "@every <duration>" or a 5-field
 	// cron spec (robfig/cron's standard parser); a bare duration means @every.
 	ReconcileAt          string        // daily reconciliation, "HH:MM"
+	ReconUncheckedAfter  int           // runs in a row that skip a key before it gets an UNCHECKED ticket
 	LedgerReportSchedule string        // yesterday's ledger totals
 	CleanupSchedule      string        // deletion of old attempts of finished tasks
 	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
@@ -121,6 +122,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
 	rescue := text("lease-rescue-every", "UNHOLD_LEASE_RESCUE_EVERY", "30s", "lease rescue interval")
 	reconAt := text("recon-at", "UNHOLD_RECON_AT", "03:00", "daily reconciliation time, HH:MM in -tz")
+	uncheckedAfter := text("recon-unchecked-after", "UNHOLD_RECON_UNCHECKED_AFTER", "3",
+		"reconciliation runs in a row that leave a key unchecked before it gets an UNCHECKED ticket, 1 to 100")
 	reportSched := text("ledger-report-schedule", "UNHOLD_LEDGER_REPORT_SCHEDULE", "5 0 * * *",
 		"daily ledger report schedule: @every <duration> or a 5-field cron spec, in -tz")
 	cleanupSched := text("cleanup-schedule", "UNHOLD_CLEANUP_SCHEDULE", "30 4 * * *",
@@ -216,6 +219,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.ReconcileAt, err = clockTime(reconAt); err != nil {
+		return Config{}, err
+	}
+	if cfg.ReconUncheckedAfter, err = intIn(uncheckedAfter, 1, 100); err != nil {
 		return Config{}, err
 	}
 	if cfg.LedgerReportSchedule, err = schedule(reportSched); err != nil {

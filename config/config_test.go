@@ -38,6 +38,7 @@ func defaults(t *testing.T) Config {
 		TZ:                "Asia/Shanghai",
 
 		ReconcileAt:          "03:00",
+		ReconUncheckedAfter:  3,
 		LedgerReportSchedule: "5 0 * * *",
 		CleanupSchedule:      "30 4 * * *",
 		AttemptRetentionDays: 90,
@@ -150,6 +151,7 @@ func TestLoad(t *testing.T) {
 				"-log-format", "text",
 				"-tz", "UTC",
 				"-recon-at", "23:59",
+				"-recon-unchecked-after", "100",
 				"-ledger-report-schedule", "10 0 * * *",
 				"-cleanup-schedule", "@every 1h30m",
 				"-attempt-retention-days", "3650",
@@ -180,6 +182,7 @@ func TestLoad(t *testing.T) {
 				c.LogFormat = LogFormatText
 				c.TZ = "UTC"
 				c.ReconcileAt = "23:59"
+				c.ReconUncheckedAfter = 100
 				c.LedgerReportSchedule = "10 0 * * *"
 				c.CleanupSchedule = "@every 1h30m"
 				c.AttemptRetentionDays = 3650
@@ -269,6 +272,10 @@ func TestLoadInvalid(t *testing.T) {
 			`config: UNHOLD_LEASE_RESCUE_EVERY must be a whole number of seconds, at least 1s, like 10s or 2m, got "soon"`},
 		{"recon at", map[string]string{"UNHOLD_RECON_AT": "24:00"}, nil,
 			`config: UNHOLD_RECON_AT must be a time of day HH:MM from 00:00 to 23:59, got "24:00"`},
+		{"recon unchecked after zero", map[string]string{"UNHOLD_RECON_UNCHECKED_AFTER": "0"}, nil,
+			`config: UNHOLD_RECON_UNCHECKED_AFTER must be an integer from 1 to 100, got "0"`},
+		{"recon unchecked after too many", nil, []string{"-recon-unchecked-after", "101"},
+			`config: -recon-unchecked-after must be an integer from 1 to 100, got "101"`},
 		{"ledger report schedule", nil, []string{"-ledger-report-schedule", "0 5 0 * * *"},
 			`config: -ledger-report-schedule must be @every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *", got "0 5 0 * * *"`},
 		{"cleanup schedule", map[string]string{"UNHOLD_CLEANUP_SCHEDULE": "@every 0s"}, nil,

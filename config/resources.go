@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -57,6 +59,15 @@ type DeclaredResource struct {
 	Timeout  time.Duration
 	TokenEnv string
 	Token    string
+	// Strict makes a call count as done only when the service's answer
+	// echoes its idempotency key (true unless the file says strict: false).
+	// InsecureHTTP lets a token travel over plain http to a host other
+	// than loopback.
+	Strict       bool
+	InsecureHTTP bool
+	// Warnings are what the file allows but a person should read at every
+	// start, each naming the file, the entry and the key, as errors do.
+	Warnings []string
 }
 
 // ResourceLabel is a type's name as people read it, in both languages of
@@ -71,10 +82,13 @@ var (
 )
 
 // entryKeys are the keys an entry may have.
-var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env"}
+var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env", "strict", "insecure_http"}
 
 // remoteOnly are the keys only a remote type may have.
-var remoteOnly = []string{"url", "timeout", "token_env"}
+var remoteOnly = []string{"url", "timeout", "token_env", "strict", "insecure_http"}
+
+// entryShape says what an entry holds, in errors.
+const entryShape = "type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"
 
 // declared reads the resources file the setting names, if any. A file
 // that cannot be read is named by the setting; a problem inside it, by the
@@ -149,7 +163,7 @@ func parseResources(name string, data []byte, getenv func(string) string) ([]Dec
 	var out []DeclaredResource
 	first := map[models.ResourceType]int{}
 	for i, entry := range list.Content {
-		r, entryErrs := parseEntry(entry, getenv)
+		r, entryErrs, warns := parseEntry(entry, getenv)
 		where := fmt.Sprintf("resources[%d]", i)
 		if r.Type != "" {
 			if j, seen := first[r.Type]; seen {
@@ -171,6 +185,9 @@ func parseResources(name string, data []byte, getenv func(string) string) ([]Dec
 			} else {
 				errs = append(errs, fail("%s: %s: %s", where, e.field, e.msg))
 			}
+		}
+		for _, w := range warns {
+			r.Warnings = append(r.Warnings, fail("%s: %s: %s", where, w.field, w.msg).Error())
 		}
 		if len(entryErrs) == 0 {
 			out = append(out, r)
@@ -207,22 +224,23 @@ func entryType(entry *yaml.Node) string {
 	return ""
 }
 
-// parseEntry reads one entry of the list; r.Type is set when the type
-// name is good, even if the entry has other problems.
-func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource, fieldErrors) {
+// parseEntry reads one entry of the list, with its problems and what it
+// allows but warns of; r.Type is set when the type name is good, even if
+// the entry has other problems.
+func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource, fieldErrors, fieldErrors) {
 	var r DeclaredResource
-	var errs fieldErrors
+	var errs, warns fieldErrors
 	bad := errs.add
 	if entry.Kind != yaml.MappingNode {
-		bad("", "must be a mapping of type, kind, label and, for a remote type, url, timeout and token_env")
-		return r, errs
+		bad("", "must be a mapping of "+entryShape)
+		return r, errs, nil
 	}
 	fields := map[string]*yaml.Node{}
 	for i := 0; i < len(entry.Content); i += 2 {
 		k, v := entry.Content[i].Value, entry.Content[i+1]
 		switch _, dup := fields[k]; {
 		case !slices.Contains(entryKeys, k):
-			bad(k, "unknown key; an entry has type, kind, label and, for a remote type, url, timeout and token_env")
+			bad(k, "unknown key; an entry has "+entryShape)
 		case dup:
 			bad(k, "given twice")
 		default:
@@ -264,7 +282,7 @@ func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource,
 		}
 	}
 	if r.Kind != KindRemote {
-		return r, errs
+		return r, errs, nil
 	}
 
 	switch u, ok := field(fields, "url"); {
@@ -307,7 +325,59 @@ func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource,
 			r.TokenEnv, r.Token = env, token
 		}
 	}
-	return r, errs
+
+	r.Strict = true
+	if v, ok := boolField(fields, "strict", &errs); ok {
+		r.Strict = v
+	}
+	if !r.Strict {
+		warns.add("strict", "false: an answer counts as done without echoing the call's idempotency key, so a URL that "+
+			"points at another web server would hold and release nothing, unseen (the dashboard marks the type "+
+			"unverified answers); remove it once the service echoes idempotency_key")
+	}
+	r.InsecureHTTP, _ = boolField(fields, "insecure_http", &errs)
+	if r.Token != "" && plainToRemote(r.URL) {
+		if r.InsecureHTTP {
+			warns.add("url", "%s is plain http to a host other than loopback: the bearer token in %s travels in clear "+
+				"(insecure_http: true); use https", r.URL, r.TokenEnv)
+		} else {
+			bad("url", "%s is plain http to a host other than loopback, so the bearer token in %s would travel in clear; "+
+				"use https, or set insecure_http: true to accept that", r.URL, r.TokenEnv)
+		}
+	}
+	return r, errs, warns
+}
+
+// boolField reads an optional true or false; ok is false when absent or null,
+// and when it is anything else, which is added to errs.
+func boolField(fields map[string]*yaml.Node, k string, errs *fieldErrors) (v, ok bool) {
+	n, has := fields[k]
+	if !has || (n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null") {
+		return false, false
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		if b, err := strconv.ParseBool(n.Value); err == nil {
+			return b, true
+		}
+	}
+	errs.add(k, "must be true or false")
+	return false, false
+}
+
+// plainToRemote says whether u, a checked service URL, is plain http to a
+// host other than loopback (127.0.0.0/8, ::1, localhost), where a token
+// would cross a network in clear.
+func plainToRemote(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme != "http" {
+		return false
+	}
+	h := p.Hostname()
+	if strings.EqualFold(h, "localhost") {
+		return false
+	}
+	ip := net.ParseIP(h)
+	return ip == nil || !ip.IsLoopback()
 }
 
 // parseLabel reads label: {zh: ..., en: ...}, both required.

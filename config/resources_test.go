@@ -32,7 +32,7 @@ func TestParseResources(t *testing.T) {
 		{"issue example", exampleResources, []DeclaredResource{
 			{Type: "gift_wrap", Kind: KindCounter, Label: ResourceLabel{ZH: "礼品包装", EN: "Gift wrap"}},
 			{Type: "giftcard", Kind: KindRemote, Label: ResourceLabel{ZH: "礼品卡", EN: "Gift card"},
-				URL: "http://127.0.0.1:9400", Timeout: 2 * time.Second, TokenEnv: "GIFTCARD_TOKEN", Token: "s3cret-token"},
+				URL: "http://127.0.0.1:9400", Timeout: 2 * time.Second, TokenEnv: "GIFTCARD_TOKEN", Token: "s3cret-token", Strict: true},
 		}},
 		{"block style, default timeout, no token, path and trailing slash", `
 resources:
@@ -47,16 +47,47 @@ resources:
   label: {en: P2, zh: 二}
 `, []DeclaredResource{
 			{Type: "trial_seat", Kind: KindRemote, Label: ResourceLabel{ZH: "试用席位", EN: "Trial seat"},
-				URL: "https://seats.example.com:8443/v1", Timeout: DefaultRemoteTimeout},
+				URL: "https://seats.example.com:8443/v1", Timeout: DefaultRemoteTimeout, Strict: true},
 			{Type: "p2", Kind: KindCounter, Label: ResourceLabel{ZH: "二", EN: "P2"}},
 		}},
 		{"timeout bounds", `resources:
   - {type: a1, kind: remote, label: {zh: 甲, en: A}, url: "http://a", timeout: 100ms}
-  - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "http://b", timeout: 1m, token_env: SEAT_TOKEN}
+  - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "https://b", timeout: 1m, token_env: SEAT_TOKEN}
 `, []DeclaredResource{
-			{Type: "a1", Kind: KindRemote, Label: ResourceLabel{ZH: "甲", EN: "A"}, URL: "http://a", Timeout: 100 * time.Millisecond},
-			{Type: "a2", Kind: KindRemote, Label: ResourceLabel{ZH: "乙", EN: "B"}, URL: "http://b", Timeout: time.Minute,
-				TokenEnv: "SEAT_TOKEN", Token: "t"},
+			{Type: "a1", Kind: KindRemote, Label: ResourceLabel{ZH: "甲", EN: "A"}, URL: "http://a", Timeout: 100 * time.Millisecond,
+				Strict: true},
+			{Type: "a2", Kind: KindRemote, Label: ResourceLabel{ZH: "乙", EN: "B"}, URL: "https://b", Timeout: time.Minute,
+				TokenEnv: "SEAT_TOKEN", Token: "t", Strict: true},
+		}},
+		{"a token over http to loopback", `resources:
+  - {type: a1, kind: remote, label: {zh: 甲, en: A}, url: "http://127.0.0.2:9400", token_env: SEAT_TOKEN}
+  - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "http://[::1]:9400/v1", token_env: SEAT_TOKEN, insecure_http: false}
+  - {type: a3, kind: remote, label: {zh: 丙, en: C}, url: "http://LocalHost", token_env: SEAT_TOKEN, strict: true}
+`, []DeclaredResource{
+			{Type: "a1", Kind: KindRemote, Label: ResourceLabel{ZH: "甲", EN: "A"}, URL: "http://127.0.0.2:9400",
+				Timeout: DefaultRemoteTimeout, TokenEnv: "SEAT_TOKEN", Token: "t", Strict: true},
+			{Type: "a2", Kind: KindRemote, Label: ResourceLabel{ZH: "乙", EN: "B"}, URL: "http://[::1]:9400/v1",
+				Timeout: DefaultRemoteTimeout, TokenEnv: "SEAT_TOKEN", Token: "t", Strict: true},
+			{Type: "a3", Kind: KindRemote, Label: ResourceLabel{ZH: "丙", EN: "C"}, URL: "http://LocalHost",
+				Timeout: DefaultRemoteTimeout, TokenEnv: "SEAT_TOKEN", Token: "t", Strict: true},
+		}},
+		{"insecure_http and strict: false, with warnings", `resources:
+  - {type: a1, kind: remote, label: {zh: 甲, en: A}, url: "http://gift.internal:9400", token_env: SEAT_TOKEN, insecure_http: true}
+  - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "http://10.0.0.7", strict: false}
+  - {type: a3, kind: remote, label: {zh: 丙, en: C}, url: "http://10.0.0.8", insecure_http: true}
+`, []DeclaredResource{
+			{Type: "a1", Kind: KindRemote, Label: ResourceLabel{ZH: "甲", EN: "A"}, URL: "http://gift.internal:9400",
+				Timeout: DefaultRemoteTimeout, TokenEnv: "SEAT_TOKEN", Token: "t", Strict: true, InsecureHTTP: true,
+				Warnings: []string{"resources.yaml: resources[0] (a1): url: http://gift.internal:9400 is plain http to a host " +
+					"other than loopback: the bearer token in SEAT_TOKEN travels in clear (insecure_http: true); use https"}},
+			{Type: "a2", Kind: KindRemote, Label: ResourceLabel{ZH: "乙", EN: "B"}, URL: "http://10.0.0.7",
+				Timeout: DefaultRemoteTimeout,
+				Warnings: []string{"resources.yaml: resources[1] (a2): strict: false: an answer counts as done without " +
+					"echoing the call's idempotency key, so a URL that points at another web server would hold and release " +
+					"nothing, unseen (the dashboard marks the type unverified answers); remove it once the service echoes " +
+					"idempotency_key"}},
+			{Type: "a3", Kind: KindRemote, Label: ResourceLabel{ZH: "丙", EN: "C"}, URL: "http://10.0.0.8",
+				Timeout: DefaultRemoteTimeout, Strict: true, InsecureHTTP: true},
 		}},
 		{"empty list", "resources: []\n", nil},
 		{"null list", "resources:\n", nil},
@@ -98,11 +129,11 @@ func TestParseResourcesInvalid(t *testing.T) {
 		{"unknown top-level key", "resources: []\nversion: 2\n", []string{"resources.yaml: version: unknown key; the file holds one key, resources:"}},
 		{"resources a mapping", "resources: {type: a}\n", []string{"resources.yaml: resources: must be a list of resource types"}},
 		{"entry a string", "resources:\n  - gift_wrap\n", []string{
-			"resources.yaml: resources[0]: must be a mapping of type, kind, label and, for a remote type, url, timeout and token_env"}},
+			"resources.yaml: resources[0]: must be a mapping of type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"unknown key", entry(counter + ", colour: red"), []string{
-			"resources.yaml: resources[0] (gift_wrap): colour: unknown key; an entry has type, kind, label and, for a remote type, url, timeout and token_env"}},
+			"resources.yaml: resources[0] (gift_wrap): colour: unknown key; an entry has type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"misspelt key before the type", entry("kind: counter, typ: x, type: gift_wrap, label: {zh: 礼品包装, en: Gift wrap}"), []string{
-			"resources.yaml: resources[0] (gift_wrap): typ: unknown key; an entry has type, kind, label and, for a remote type, url, timeout and token_env"}},
+			"resources.yaml: resources[0] (gift_wrap): typ: unknown key; an entry has type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"key twice", "resources:\n  - type: gift_wrap\n    kind: counter\n    kind: counter\n    label: {zh: 礼品包装, en: Gift wrap}\n", []string{
 			"resources.yaml: resources[0] (gift_wrap): kind: given twice"}},
 		{"no type", entry("kind: counter, label: {zh: 礼品包装, en: Gift wrap}"), []string{
@@ -189,6 +220,21 @@ func TestParseResourcesInvalid(t *testing.T) {
 			"resources.yaml: resources[0] (giftcard): token_env: EMPTY is not set or is empty; unset token_env if the service takes no token"}},
 		{"token with a space", entry(remote + ", url: http://a, token_env: SPACED"), []string{
 			"resources.yaml: resources[0] (giftcard): token_env: SPACED holds spaces or control characters, which a bearer token cannot"}},
+		{"a token over http to another host", entry(remote + ", url: http://gift.internal:9400/v1, token_env: GIFTCARD_TOKEN"), []string{
+			"resources.yaml: resources[0] (giftcard): url: http://gift.internal:9400/v1 is plain http to a host other than " +
+				"loopback, so the bearer token in GIFTCARD_TOKEN would travel in clear; use https, or set insecure_http: true to accept that"}},
+		{"a token over http to a private address", entry(remote + ", url: http://10.0.0.7, token_env: GIFTCARD_TOKEN, insecure_http: false"), []string{
+			"resources.yaml: resources[0] (giftcard): url: http://10.0.0.7 is plain http to a host other than " +
+				"loopback, so the bearer token in GIFTCARD_TOKEN would travel in clear; use https, or set insecure_http: true to accept that"}},
+		{"strict and insecure_http not booleans", entry(remote + `, url: http://a, strict: "false", insecure_http: yes`), []string{
+			"resources.yaml: resources[0] (giftcard): strict: must be true or false",
+			"resources.yaml: resources[0] (giftcard): insecure_http: must be true or false"}},
+		{"strict a number, insecure_http a list", entry(remote + ", url: http://a, strict: 0, insecure_http: [true]"), []string{
+			"resources.yaml: resources[0] (giftcard): strict: must be true or false",
+			"resources.yaml: resources[0] (giftcard): insecure_http: must be true or false"}},
+		{"counter with strict", entry(counter + ", strict: false, insecure_http: true"), []string{
+			"resources.yaml: resources[0] (gift_wrap): strict: only a remote type has one; a counter is kept by unhold",
+			"resources.yaml: resources[0] (gift_wrap): insecure_http: only a remote type has one; a counter is kept by unhold"}},
 		{"every problem of every entry", `resources:
   - type: gift_wrap
     kind: counter

@@ -29,7 +29,7 @@ func TestRemoteSlowBatchCountsNoUnsentCall(t *testing.T) {
 		svc := remotetest.New(remotetest.Options{})
 		srv := httptest.NewServer(svc)
 		t.Cleanup(srv.Close)
-		client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL, Timeout: 2 * time.Second})
+		client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL, Timeout: 2 * time.Second, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

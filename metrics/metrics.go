@@ -82,7 +82,10 @@ type Metrics struct {
 type scrapeSource interface {
 	ReleaseQueue(ctx context.Context) (models.ReleaseQueue, error)
 	OpenDiffCounts(ctx context.Context) (map[models.ResourceType]int64, error)
+	LastFinishedCoverage(ctx context.Context) ([]models.ReconCoverage, error)
+	UncheckedSince(ctx context.Context) (map[models.ResourceType]time.Time, error)
 	Types() []models.ResourceType
+	RemoteTypes() []models.ResourceType
 }
 
 // New registers every unhold metric, the Go runtime and process
@@ -223,6 +226,7 @@ type queueCollector struct {
 	log     *slog.Logger
 
 	up, backlog, oldest, retry, manual, openDiffs *prometheus.Desc
+	skipped, uncheckedSince                       *prometheus.Desc
 }
 
 func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger) *queueCollector {
@@ -239,12 +243,18 @@ func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger
 		manual: prometheus.NewDesc("unhold_release_manual_tasks",
 			"Release tasks in MANUAL, waiting for a person.", nil, nil),
 		openDiffs: prometheus.NewDesc("unhold_recon_open_diffs",
-			"Reconciliation diffs not yet resolved (OPEN or ACKED), by resource.", []string{"resource"}, nil),
+			"Reconciliation diff tickets not yet resolved (OPEN or ACKED), by resource; UNCHECKED tickets are not counted.", []string{"resource"}, nil),
+		skipped: prometheus.NewDesc("unhold_recon_skipped_keys",
+			"Keys of a remote type the last finished reconciliation run left unchecked, by reason (UNKNOWN_OUTCOME, NO_ANSWER, REFUSED, OTHER_KEY, UNPARSEABLE).",
+			[]string{"resource", "reason"}, nil),
+		uncheckedSince: prometheus.NewDesc("unhold_recon_unchecked_since_timestamp_seconds",
+			"When the oldest current streak of reconciliation runs that left a key of a remote type unchecked began (Unix seconds); 0 when every key was compared by the last run that met it.",
+			[]string{"resource"}, nil),
 	}
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs} {
+	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs, c.skipped, c.uncheckedSince} {
 		ch <- d
 	}
 }
@@ -279,12 +289,45 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		errs = append(errs, fmt.Errorf("open diffs: %w", err))
 	}
+	if err := c.collectUnchecked(ctx, ch); err != nil {
+		errs = append(errs, err)
+	}
 	up := 1.0
 	if err := errors.Join(errs...); err != nil {
 		up = 0
 		c.log.Error("metrics scrape could not read the database", slog.Any("err", err))
 	}
 	ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up)
+}
+
+// collectUnchecked reports, per remote type, the keys the last finished
+// run skipped by reason, and since when keys have gone unchecked.
+func (c *queueCollector) collectUnchecked(ctx context.Context, ch chan<- prometheus.Metric) error {
+	cov, err := c.src.LastFinishedCoverage(ctx)
+	if err != nil {
+		return err
+	}
+	since, err := c.src.UncheckedSince(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range c.src.RemoteTypes() {
+		var tc models.ReconCoverage
+		for _, x := range cov {
+			if x.ResourceType == t {
+				tc = x
+			}
+		}
+		for _, r := range models.SkipReasons {
+			ch <- prometheus.MustNewConstMetric(c.skipped, prometheus.GaugeValue, float64(tc.SkippedBy(r)), string(t), string(r))
+		}
+		var at float64
+		if s, ok := since[t]; ok {
+			at = float64(s.Unix())
+		}
+		ch <- prometheus.MustNewConstMetric(c.uncheckedSince, prometheus.GaugeValue, at, string(t))
+	}
+	return nil
 }
 
 // slogPrinter lets promhttp log through slog.

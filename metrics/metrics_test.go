@@ -26,6 +26,7 @@ import (
 	"unhold/metrics"
 	"unhold/models"
 	"unhold/models/modelstest"
+	"unhold/remote/remotetest"
 )
 
 // gather flattens what g exposes into one value per series, keyed
@@ -423,7 +424,9 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("alerts.yml: %v", err)
 	}
 
-	s := modelstest.Open(t, models.SQLite, models.Options{})
+	// A remote type, so that the gauges of what reconciliation skipped are
+	// exposed.
+	s := giftCardStore(t, models.SQLite, nil, remotetest.New(remotetest.Options{}))
 	m := metrics.New(s, modelstest.QuietLog())
 	m.ObserveRelease(models.ReleaseTask{ResourceType: models.ResInventory}, models.OutcomeRetry, models.ClassDBBusy, time.Now())
 	fams, err := m.Registry().Gather()
@@ -481,6 +484,7 @@ func TestAlertRules(t *testing.T) {
 		"UnholdReleaseStalled":         "unhold_release_oldest_due_seconds",
 		"UnholdManualTasksRising":      "unhold_release_manual_tasks",
 		"UnholdReconOpenDiffs":         "unhold_recon_open_diffs",
+		"UnholdReconKeysUnchecked":     "unhold_recon_unchecked_since_timestamp_seconds",
 		"UnholdDuplicateReleaseSpike":  "unhold_release_duplicates_total",
 		"UnholdReleaseFailureRateHigh": "unhold_release_failures_total",
 		"UnholdReleaseLatencyHigh":     "unhold_close_to_release_seconds_bucket",

@@ -21,7 +21,7 @@ func mixedStore(t *testing.T, d models.Dialect, faults models.FaultFunc) bundle 
 	svc := remotetest.New(remotetest.Options{})
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

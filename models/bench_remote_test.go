@@ -23,7 +23,7 @@ func BenchmarkRemoteReleaseBatch(b *testing.B) {
 			svc := remotetest.New(remotetest.Options{})
 			srv := httptest.NewServer(svc)
 			b.Cleanup(srv.Close)
-			client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL})
+			client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL, Strict: true})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -152,7 +152,7 @@ func conformanceStore(t *testing.T, d models.Dialect) bundle {
 	svc := remotetest.New(remotetest.Options{})
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(giftCard), URL: srv.URL, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,10 @@ type Options struct {
 	// connection's write lock before it fails as busy; zero is
 	// DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// ReconUncheckedAfter is how many reconciliation runs in a row must
+	// skip a key before it gets an UNCHECKED ticket; zero is
+	// DefaultUncheckedAfter.
+	ReconUncheckedAfter int
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -94,6 +98,8 @@ type Store struct {
 	types     []ResourceType         // the registry's types, in the order holds are taken
 	labels    map[ResourceType]Label // the declared and remote types' names
 	remotes   map[ResourceType]*remoteResource
+	// uncheckedAfter is Options.ReconUncheckedAfter.
+	uncheckedAfter int
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -130,7 +136,11 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // Open connects to dsn (a SQLite file path or a postgres:// URL). It does
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
-	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger}
+	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
+		uncheckedAfter: opt.ReconUncheckedAfter}
+	if s.uncheckedAfter <= 0 {
+		s.uncheckedAfter = DefaultUncheckedAfter
+	}
 	if s.now == nil {
 		s.now = time.Now
 	}

@@ -38,6 +38,7 @@ var (
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}
 	ErrRemoteUnavailable = &Error{"REMOTE_UNAVAILABLE", "the service that keeps the resource did not answer"}
+	ErrRemoteProtocol    = &Error{"REMOTE_PROTOCOL", "the service's answer did not echo the idempotency key"}
 	ErrPlacementPending  = &Error{"PLACEMENT_PENDING", "the order's placement has not finished: its remote locks are unanswered"}
 	ErrUserLimit         = &Error{"USER_LIMIT", "the user has placed as many orders of this as the limit allows"}
 )

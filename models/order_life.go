@@ -427,8 +427,14 @@ func (s *Store) findRepeat(tx *gorm.DB, r lifeReq) (*LifeResult, error) {
 		return nil, nil
 	}
 	op := ops[0]
-	if op.OrderNo != r.orderNo || op.Request != r.canon() {
-		return nil, fmt.Errorf("%w: %s %s was %s", ErrOpIDReused, strings.ToLower(string(r.kind)), r.opID, op.Request)
+	kind := strings.ReplaceAll(strings.ToLower(string(r.kind)), "_", " ")
+	// Another order's request is that order's business: the refusal names
+	// only the kind of operation that holds the id.
+	if op.OrderNo != r.orderNo {
+		return nil, fmt.Errorf("%w: %s id %s is taken by a %s of another order", ErrOpIDReused, kind, r.opID, kind)
+	}
+	if op.Request != r.canon() {
+		return nil, fmt.Errorf("%w: %s id %s was used for another %s of this order: %s", ErrOpIDReused, kind, r.opID, kind, op.Request)
 	}
 	hs, err := orderLines(tx, r.orderNo)
 	if err != nil {

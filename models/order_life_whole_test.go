@@ -3,6 +3,7 @@ package models_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -283,4 +284,30 @@ func TestLatePaymentLockOrder(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
+}
+
+// An id another order's operation took is refused naming only the kind of
+// operation, never that order or its request.
+func TestOpIDOfAnotherOrder(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		b.shop(t)
+		for _, no := range []string{"o-a", "o-b"} {
+			if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 2}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.s.PayOrder(b.ctx, no, "txn-"+no); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := b.s.Refund(b.ctx, "o-a", "rf-1", lines("sku-1", 1), "private note of o-a", "cs:ann"); err != nil {
+			t.Fatal(err)
+		}
+		_, err := b.s.Refund(b.ctx, "o-b", "rf-1", lines("sku-1", 1), "", "cs:bo")
+		if !errors.Is(err, models.ErrOpIDReused) {
+			t.Fatalf("another order's refund id: %v, want ID_REUSED", err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "o-a") || strings.Contains(msg, "private") || !strings.Contains(msg, "refund of another order") {
+			t.Fatalf("refusal %q: want the kind of operation named, and nothing of o-a", msg)
+		}
+	})
 }

@@ -273,8 +273,11 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 // its own. When a lock is refused or not answered, the order is closed
 // PLACE_ABORTED, and the outbox releases every hold it took: a lock that
 // reached the service, and one that never did (the service answers that
-// release as an empty rollback). The error is then ErrRemoteRejected or
-// ErrRemoteUnavailable, with the service's answer. Should the process die
+// release as an empty rollback); so is a lock whose answer did not prove
+// itself (REMOTE_PROTOCOL), which whatever answered may have applied. The
+// error is then ErrRemoteRejected, ErrRemoteProtocol or
+// ErrRemoteUnavailable, by the first failed lock, with the service's
+// answer. Should the process die
 // before the locks are sent or the order closed, the order is closed at
 // its pay deadline like any unpaid one, and released the same way. Once
 // every lock was answered done, the order records it (locks_answered_at):
@@ -325,8 +328,12 @@ func (s *Store) lockRemote(ctx context.Context, o *Order, hs []Hold) error {
 	}
 	kind := ErrRemoteUnavailable
 	var re *remote.Error
-	if errors.As(cause, &re) && !re.Retryable() {
+	switch {
+	case !errors.As(cause, &re):
+	case !re.Retryable():
 		kind = ErrRemoteRejected
+	case re.Class == remote.ClassProtocol:
+		kind = ErrRemoteProtocol
 	}
 	return fmt.Errorf("%w: %w", kind, cause)
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,19 +40,127 @@ const (
 	MaxAuditPageSize = 200
 )
 
+// The audit policy, in one place: an entry is operational when it is
+// about the shop's work — an order, a task, a reconciliation ticket or
+// run, a job, a resource's stock or balance — and is not a refusal;
+// everything else (users, tokens, sign-ins and sign-outs, password
+// changes, refused requests and their summaries) is for admins only. The
+// audit pages, the API and the order chain all read through it: admins see
+// every entry whole, everyone else operational entries without the
+// request's metadata (address, user agent, request id). Unknown kinds are
+// admin-only, so a new kind of target is hidden until someone decides.
+var (
+	// operationalKinds are the target kinds ("<kind>:…") of operational
+	// entries; a declared counter's type is one too (see auditKinds).
+	operationalKinds = []string{"order", "task", "tasks", "diff", "ticket", "job", "sku", "coupon", "account", "activity", "slot"}
+	// adminKinds are never operational, whatever a counter is named.
+	adminKinds = []string{"user", "token", "route", RefusedSummaryKind}
+	// adminActions are actions only ever done to an admin-only target, or
+	// refusals: their names are not offered to other roles either.
+	adminActions = []string{"denied", RefusedSummaryAction, "login", "logout", "password_change"}
+	// adminActionPrefixes are the user_* and token_* actions.
+	adminActionPrefixes = []string{"user_", "token_"}
+)
+
+// reconTarget is the target of a reconciliation run asked for by hand,
+// without a kind.
+const reconTarget = "recon"
+
+// RefusedSummaryAction and RefusedSummaryKind name the row that sums up
+// the refusals of one actor in one minute past the first few (the target
+// is "refusals:<actor>").
+const (
+	RefusedSummaryAction = "refused_summary"
+	RefusedSummaryKind   = "refusals"
+)
+
+// AdminOnlyAuditAction tells whether an action is never shown to a
+// non-admin, so that its name is not offered as a filter either.
+func AdminOnlyAuditAction(action string) bool {
+	if slices.Contains(adminActions, action) {
+		return true
+	}
+	for _, p := range adminActionPrefixes {
+		if strings.HasPrefix(action, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// auditKinds are the operational target kinds of this store: the fixed
+// ones and the declared counter types.
+func (s *Store) auditKinds() []string {
+	kinds := slices.Clone(operationalKinds)
+	for _, t := range s.types {
+		if s.resources[t].Kind() == KindCounter && !slices.Contains(adminKinds, string(t)) && !slices.Contains(kinds, string(t)) {
+			kinds = append(kinds, string(t))
+		}
+	}
+	return kinds
+}
+
+// AuditOperational tells whether a non-admin may see e (without its
+// request metadata: see AuditEntry.Operational).
+func (s *Store) AuditOperational(e AuditEntry) bool {
+	if AdminOnlyAuditAction(e.Action) {
+		return false
+	}
+	if e.Target == reconTarget {
+		return true
+	}
+	kind, _, ok := strings.Cut(e.Target, ":")
+	return ok && slices.Contains(s.auditKinds(), kind)
+}
+
+// Operational is e as a non-admin sees it: without the request's address,
+// user agent and id.
+func (e AuditEntry) Operational() AuditEntry {
+	e.IP, e.UserAgent, e.RequestID = "", "", ""
+	return e
+}
+
+// operationalCond is the SQL condition AuditOperational is.
+func (s *Store) operationalCond() (string, []any) {
+	var actions []string
+	var args []any
+	for _, a := range adminActions {
+		actions, args = append(actions, "?"), append(args, a)
+	}
+	conds := []string{"action NOT IN (" + strings.Join(actions, ", ") + ")"}
+	for _, p := range adminActionPrefixes {
+		c, a := prefixCond(s.Dialect, "action", p)
+		conds, args = append(conds, "NOT ("+c+")"), append(args, a...)
+	}
+	kinds, kargs := []string{"target = ?"}, []any{reconTarget}
+	for _, k := range s.auditKinds() {
+		c, a := prefixCond(s.Dialect, "target", k+":")
+		kinds, kargs = append(kinds, "("+c+")"), append(kargs, a...)
+	}
+	conds = append(conds, "("+strings.Join(kinds, " OR ")+")")
+	return strings.Join(conds, " AND "), append(args, kargs...)
+}
+
 // AuditFilter selects audit rows: an exact actor and action, a target
-// prefix ("order:" or "order:A1"), a time range [From, To), and the page:
-// rows below the id Before (0: from the newest), Limit of them.
+// prefix ("order:" or "order:A1"), a time range [From, To), only the
+// operational entries (for a non-admin), and the page: rows below the id
+// Before (0: from the newest), Limit of them.
 type AuditFilter struct {
 	Actor, Action, Target string
 	From, To              time.Time
+	Operational           bool
 	Before                int64
 	Limit                 int
 }
 
-// where is the filter's SQL condition and its arguments.
-func (f AuditFilter) where(d Dialect) (string, []any) {
+// auditWhere is the filter's SQL condition and its arguments.
+func (s *Store) auditWhere(f AuditFilter) (string, []any) {
+	d := s.Dialect
 	conds, args := []string{"id < ?"}, []any{below(f.Before)}
+	if f.Operational {
+		c, a := s.operationalCond()
+		conds, args = append(conds, "("+c+")"), append(args, a...)
+	}
 	if f.Actor != "" {
 		conds, args = append(conds, "actor = ?"), append(args, f.Actor)
 	}
@@ -80,7 +189,7 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, int6
 		limit = AuditPageSize
 	}
 	limit = min(limit, MaxAuditPageSize)
-	cond, args := f.where(s.Dialect)
+	cond, args := s.auditWhere(f)
 	var rows []AuditEntry
 	err := s.R.WithContext(ctx).Raw(`SELECT * FROM audit_log WHERE `+cond+` ORDER BY id DESC LIMIT ?`,
 		append(args, limit+1)...).Scan(&rows).Error
@@ -99,15 +208,31 @@ func (s *Store) AuditLog(ctx context.Context, f AuditFilter) ([]AuditEntry, int6
 // CountTasks does.
 func (s *Store) CountAudit(ctx context.Context, f AuditFilter, limit int) (int64, bool, error) {
 	f.Before = 0
-	cond, args := f.where(s.Dialect)
+	cond, args := s.auditWhere(f)
 	return s.countCapped(ctx, "audit_log", cond, args, limit)
 }
 
-// AuditActions lists the actions audit rows have, for the filter's choice.
-func (s *Store) AuditActions(ctx context.Context) ([]string, error) {
+// AuditActions lists the actions audit rows have, for the filter's choice;
+// with operational, only those a non-admin may filter by.
+func (s *Store) AuditActions(ctx context.Context, operational bool) ([]string, error) {
 	var out []string
 	if err := s.R.WithContext(ctx).Raw(`SELECT DISTINCT action FROM audit_log ORDER BY action`).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("audit actions: %w", err)
 	}
+	if operational {
+		out = slices.DeleteFunc(out, AdminOnlyAuditAction)
+	}
 	return out, nil
+}
+
+// AuditEntryByID reads one audit entry; ErrNotFound when there is none.
+func (s *Store) AuditEntryByID(ctx context.Context, id int64) (AuditEntry, error) {
+	var rows []AuditEntry
+	if err := s.R.WithContext(ctx).Raw(`SELECT * FROM audit_log WHERE id = ?`, id).Scan(&rows).Error; err != nil {
+		return AuditEntry{}, fmt.Errorf("audit entry %d: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return AuditEntry{}, fmt.Errorf("audit entry %d: %w", id, ErrNotFound)
+	}
+	return rows[0], nil
 }

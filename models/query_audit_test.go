@@ -185,7 +185,7 @@ func TestAuditLogFilters(t *testing.T) {
 				t.Errorf("AuditLog(%+v) = %v next %d, %v; want %v", tc.f, got, next, err, tc.want)
 			}
 		}
-		actions, err := b.s.AuditActions(b.ctx)
+		actions, err := b.s.AuditActions(b.ctx, false)
 		if want := []string{"close", "coupon", "job_run_now", "rerun", "sku"}; err != nil || !slices.Equal(actions, want) {
 			t.Fatalf("actions = %v, %v; want %v", actions, err, want)
 		}
@@ -233,6 +233,71 @@ func TestAuditLogPages(t *testing.T) {
 				len(slices.Compact(slices.Clone(got))) != tc.total || !slices.Equal(sizes, tc.sizes) {
 				t.Errorf("%+v: %d rows in pages %v, want %d in %v", tc.f, len(got), sizes, tc.total, tc.sizes)
 			}
+		}
+	})
+}
+
+// The audit policy's SQL condition keeps exactly the entries
+// AuditOperational calls operational, and that is orders, tasks, tickets,
+// reconciliation runs, jobs and resources, never users, tokens, sign-ins
+// or refusals.
+func TestAuditOperational(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		entries := map[string]bool{ // action target → operational
+			"rerun order:A1/inventory": true, "order.refund order:A1": true, "bulk_rerun tasks:coupon?status=MANUAL": true,
+			"abandon_task task:7": true, "diff_ack diff:3": true, "recon_run_now recon": true, "job_run_now job:sweep": true,
+			"set_stock sku:s1": true, "coupon_create coupon:4": true, "credit account:u1": true, "activity_set activity:a1": true,
+			"slot_put slot:seat-1":   true,
+			"user_create user:carol": false, "token_revoke token:erp": false, "login user:carol": false, "logout user:carol": false,
+			"password_change user:carol": false, "denied route:GET /admin/users": false, "refused_summary refusals:vic": false,
+			"denied order:A1": false, "user_role order:A1": false, "rerun user:carol": false, "rerun ORDER:A1": false,
+			"rerun recon2": false, "rerun orders:A1": false, "rerun nokind": false,
+		}
+		for spec := range entries {
+			action, target, _ := strings.Cut(spec, " ")
+			must(t, func() error {
+				return b.s.RecordAudit(b.ctx, models.AuditEntry{Actor: "ann", Action: action, Target: target, Outcome: "ok"})
+			})
+		}
+		all, _, err := b.s.AuditLog(b.ctx, models.AuditFilter{Limit: models.MaxAuditPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int64
+		for _, e := range all {
+			op := b.s.AuditOperational(e)
+			if exp, ok := entries[e.Action+" "+e.Target]; ok && op != exp {
+				t.Errorf("AuditOperational(%s %s) = %v, want %v", e.Action, e.Target, op, exp)
+			}
+			if op {
+				want = append(want, e.ID)
+			}
+		}
+		rows, _, err := b.s.AuditLog(b.ctx, models.AuditFilter{Operational: true, Limit: models.MaxAuditPageSize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int64
+		for _, e := range rows {
+			got = append(got, e.ID)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("AuditLog(Operational) = %v, want %v", got, want)
+		}
+		if n, _, err := b.s.CountAudit(b.ctx, models.AuditFilter{Operational: true}, 1000); err != nil || n != int64(len(want)) {
+			t.Errorf("CountAudit(Operational) = %d, %v; want %d", n, err, len(want))
+		}
+		actions, err := b.s.AuditActions(b.ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range actions {
+			if models.AdminOnlyAuditAction(a) {
+				t.Errorf("the operational actions offer %s", a)
+			}
+		}
+		if !slices.Contains(actions, "rerun") || slices.Contains(actions, "token_revoke") {
+			t.Errorf("operational actions = %v", actions)
 		}
 	})
 }

@@ -138,9 +138,10 @@ type DiffSummary struct {
 	Acked    int64
 }
 
-// OpenDiffSummary counts the OPEN and ACKED tickets by resource and sign,
-// in the registry's order of types, positive before negative. It reads only
-// the unresolved part of the status index.
+// OpenDiffSummary counts the OPEN and ACKED DIFF tickets by resource and
+// sign, in the registry's order of types, positive before negative (an
+// UNCHECKED ticket has no sign that means anything). It reads only the
+// unresolved part of the status index.
 func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
 	type row struct {
 		ResourceType ResourceType
@@ -150,7 +151,7 @@ func (s *Store) OpenDiffSummary(ctx context.Context) ([]DiffSummary, error) {
 	}
 	var rows []row
 	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, sign, status, COUNT(*) AS n FROM recon_diffs
-		WHERE status IN ('OPEN','ACKED') GROUP BY resource_type, sign, status`).Scan(&rows).Error
+		WHERE status IN ('OPEN','ACKED') AND kind = 'DIFF' GROUP BY resource_type, sign, status`).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("summarise open diffs: %w", err)
 	}
@@ -208,7 +209,7 @@ func (s *Store) ReconRunsByID(ctx context.Context, ids []int64) (map[int64]Recon
 // closed a ticket last seen in run id automatically. Nil when none.
 func (s *Store) ReconRunAfter(ctx context.Context, id int64) (*ReconRun, error) {
 	var runs []ReconRun
-	err := s.R.WithContext(ctx).Where("id > ? AND status = ?", id, ReconDone).Order("id").Limit(1).Find(&runs).Error
+	err := s.R.WithContext(ctx).Where("id > ? AND status IN ?", id, []string{ReconDone, ReconPartial}).Order("id").Limit(1).Find(&runs).Error
 	if err != nil {
 		return nil, fmt.Errorf("reconciliation run after %d: %w", id, err)
 	}

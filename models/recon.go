@@ -28,6 +28,18 @@ type ReconRun struct {
 	Opened     int64      `json:"opened"`
 	Closed     int64      `json:"closed"`
 	Error      string     `json:"error,omitempty"`
+	// Coverage is what the run's HELD check of each remote type covered
+	// (recon_coverage); a local type's checks skip no key.
+	Coverage []ReconCoverage `json:"coverage" gorm:"-"`
+}
+
+// Skipped is how many keys the run left unchecked, all types together.
+func (r *ReconRun) Skipped() int64 {
+	var n int64
+	for _, c := range r.Coverage {
+		n += c.Skipped()
+	}
+	return n
 }
 
 // Reconciliation run statuses and triggers.
@@ -35,6 +47,10 @@ const (
 	ReconRunning = "RUNNING"
 	ReconDone    = "DONE"
 	ReconFailed  = "FAILED"
+	// ReconPartial is a run that finished but left keys unchecked
+	// (ReconRun.Coverage says which and why): what it found is recorded as
+	// a DONE run's is, but it did not look at everything.
+	ReconPartial = "PARTIAL"
 
 	ReconByCron = "CRON"
 	ReconByCLI  = "CLI"
@@ -48,7 +64,11 @@ const (
 // them), and Sign is its: a positive Sign (actual above expected) is a
 // missed release; a negative one a double release or rolled-back state.
 type DiffTicket struct {
-	ID           int64        `json:"id"`
+	ID int64 `json:"id"`
+	// Kind is TicketDiff, or TicketUnchecked: a key runs in a row could
+	// not check (Streak runs, for Reasons), closed by the run that
+	// compares it.
+	Kind         string       `json:"kind" gorm:"default:DIFF"`
 	ResourceType ResourceType `json:"resource"`
 	BizKey       string       `json:"key"`
 	CheckName    string       `json:"check"`
@@ -69,6 +89,8 @@ type DiffTicket struct {
 	ResolvedBy string       `json:"resolved_by,omitempty"`
 	ResolvedAt *time.Time   `json:"resolved_at,omitempty"`
 	AutoClosed bool         `json:"auto_closed"`
+	Streak     int64        `json:"streak,omitempty"`
+	Reasons    string       `json:"reasons,omitempty"`
 	CreatedAt  time.Time    `json:"created_at"`
 	UpdatedAt  time.Time    `json:"updated_at"`
 }
@@ -214,12 +236,12 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 		orders, err = s.diffOrders(tx, found)
 		return err
 	})
-	var unchecked map[ResourceType][]string
+	var checks map[ResourceType]*heldCheck
 	if err == nil {
-		found, unchecked, err = s.withServiceDiffs(ctx, found, orders)
+		found, checks, err = s.withServiceDiffs(ctx, found, orders)
 	}
 	if err == nil {
-		err = s.recordDiffs(ctx, run, found, orders, unchecked)
+		err = s.recordDiffs(ctx, run, found, orders, checks)
 	}
 	if err != nil {
 		now := s.Now()
@@ -233,38 +255,43 @@ func (s *Store) RunReconciliation(ctx context.Context, trigger, actor string) (*
 
 // withServiceDiffs adds to found what the remote types' services say
 // (reconcileServices), and to orders the orders their diffs name, read
-// after the services answered. It returns the keys left unchecked. When
-// ctx has a deadline, the services get half the time left: a slow one
-// leaves its keys unchecked, and the run still has the time to record
-// what it found.
-func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType][]string, error) {
+// after the services answered. It returns what each type's HELD check
+// covered. When ctx has a deadline, the services' questions get half the
+// time left: a slow one leaves its keys, and those of the types asked
+// after it, unchecked, and the run still has the time to record what it
+// found. unhold's own reads keep ctx.
+func (s *Store) withServiceDiffs(ctx context.Context, found []Diff, orders map[string]string) ([]Diff, map[ResourceType]*heldCheck, error) {
 	sctx := ctx
 	if end, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithTimeout(ctx, time.Until(end)/2)
 		defer cancel()
 	}
-	more, unchecked, err := s.reconcileServices(sctx)
+	more, checks, err := s.reconcileServices(ctx, sctx)
 	if err != nil || len(more) == 0 {
-		return found, unchecked, err
+		return found, checks, err
 	}
 	err = s.readSnapshot(ctx, func(tx *gorm.DB) error {
 		named, err := s.diffOrders(tx, more)
 		maps.Copy(orders, named)
 		return err
 	})
-	return append(found, more...), unchecked, err
+	return append(found, more...), checks, err
 }
 
 // recordDiffs keeps found as tickets of run and closes every unresolved
-// ticket the run did not find, but for the HELD tickets of the keys it
-// left unchecked (nil keys: all of the type's), which stay as they are.
+// DIFF ticket the run did not find, but for the HELD tickets of the keys
+// it left unchecked (all of the type's when its service offers no GET
+// /holds), which stay as they are. It records what the remote types' HELD checks
+// covered, with their UNCHECKED tickets (recordCoverage); a run that
+// skipped a key ends PARTIAL, any other DONE.
 func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, orders map[string]string,
-	unchecked map[ResourceType][]string) error {
+	checks map[ResourceType]*heldCheck) error {
 	return s.write(ctx, func(tx *gorm.DB) error {
 		now := s.Now()
-		for t, keys := range unchecked {
-			if keys == nil {
+		for t, hc := range checks {
+			keys := slices.Sorted(maps.Keys(hc.skipped))
+			if hc.notOffered {
 				err := tx.Exec(`UPDATE recon_diffs SET last_run_id = ? WHERE status <> 'RESOLVED' AND resource_type = ?
 					AND check_name = ?`, run.ID, t, CheckHeld).Error
 				if err != nil {
@@ -280,7 +307,7 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 			}
 		}
 		for _, g := range groupDiffs(found) {
-			id, opened, err := s.recordGroup(tx, run, g, orders[string(g.resource)+"/"+g.key], unchecked, now)
+			id, opened, err := s.recordGroup(tx, run, g, orders[string(g.resource)+"/"+g.key], checks, now)
 			if err != nil {
 				return err
 			}
@@ -291,7 +318,7 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 			note := fmt.Sprintf("grouped into ticket %d in run %d: closed automatically", id, run.ID)
 			res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
 				note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
-				WHERE resource_type = ? AND biz_key = ? AND checks = '' AND status <> 'RESOLVED'`,
+				WHERE resource_type = ? AND biz_key = ? AND checks = '' AND status <> 'RESOLVED' AND kind = 'DIFF'`,
 				true, now, now, note, note, g.resource, g.key)
 			if res.Error != nil {
 				return res.Error
@@ -300,15 +327,25 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 		}
 		res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
 			note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
-			WHERE status <> 'RESOLVED' AND last_run_id <> ?`,
+			WHERE status <> 'RESOLVED' AND last_run_id <> ? AND kind = 'DIFF'`,
 			true, now, now, fmt.Sprintf("gone in run %d: closed automatically", run.ID),
 			fmt.Sprintf("gone in run %d: closed automatically", run.ID), run.ID)
 		if res.Error != nil {
 			return res.Error
 		}
 		run.Closed += res.RowsAffected
+		cov, opened, closed, err := s.recordCoverage(tx, run, checks, now)
+		if err != nil {
+			return err
+		}
+		run.Coverage = cov
+		run.Opened += opened
+		run.Closed += closed
 		run.Found = int64(len(found))
 		run.Status = ReconDone
+		if slices.ContainsFunc(cov, ReconCoverage.Partial) {
+			run.Status = ReconPartial
+		}
 		run.FinishedAt = &now
 		return tx.Model(run).Updates(map[string]any{"status": run.Status, "finished_at": now,
 			"found": run.Found, "opened": run.Opened, "closed": run.Closed}).Error
@@ -319,7 +356,7 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 // updates the ticket when there is one, or opens it (opened). A HELD check
 // the run left unchecked (a remote service that did not answer) stays on
 // the ticket as it was last seen.
-func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords string, unchecked map[ResourceType][]string,
+func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords string, held map[ResourceType]*heldCheck,
 	now time.Time) (id int64, opened bool, err error) {
 	var open []DiffTicket
 	err = tx.Where("resource_type = ? AND biz_key = ? AND checks <> '' AND status <> 'RESOLVED'", g.resource, g.key).
@@ -328,7 +365,7 @@ func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords stri
 		return 0, false, err
 	}
 	checks := g.checks
-	if len(open) == 1 && keyUnchecked(unchecked, g.resource, g.key) && !slices.ContainsFunc(checks, isHeld) {
+	if len(open) == 1 && keyUnchecked(held, g.resource, g.key) && !slices.ContainsFunc(checks, isHeld) {
 		if i := slices.IndexFunc(open[0].Checks, isHeld); i >= 0 {
 			checks = append(TicketChecks{open[0].Checks[i]}, checks...)
 		}
@@ -344,7 +381,7 @@ func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords stri
 			"last_run_id": run.ID, "updated_at": now}).Error
 		return open[0].ID, false, err
 	}
-	t := DiffTicket{ResourceType: g.resource, BizKey: g.key, CheckName: first.Check, Expected: first.Expected, Actual: first.Actual,
+	t := DiffTicket{Kind: TicketDiff, ResourceType: g.resource, BizKey: g.key, CheckName: first.Check, Expected: first.Expected, Actual: first.Actual,
 		Checks: checks, Sign: sign, Orders: ords, Status: DiffOpen, FirstRunID: run.ID, LastRunID: run.ID, CreatedAt: now, UpdatedAt: now}
 	if err := tx.Create(&t).Error; err != nil {
 		return 0, false, err
@@ -354,11 +391,14 @@ func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords stri
 
 func isHeld(c TicketCheck) bool { return c.Check == CheckHeld }
 
-// keyUnchecked tells whether the run left key's HELD check unchecked (nil
-// keys: all of the type's).
-func keyUnchecked(unchecked map[ResourceType][]string, t ResourceType, key string) bool {
-	keys, ok := unchecked[t]
-	return ok && (keys == nil || slices.Contains(keys, key))
+// keyUnchecked tells whether the run left key's HELD check unchecked.
+func keyUnchecked(checks map[ResourceType]*heldCheck, t ResourceType, key string) bool {
+	hc, ok := checks[t]
+	if !ok {
+		return false
+	}
+	_, skipped := hc.skipped[key]
+	return hc.notOffered || skipped
 }
 
 // diffOrders names, per resource key with a diff, the orders that hold it
@@ -396,7 +436,8 @@ func (s *Store) diffOrders(db *gorm.DB, found []Diff) (map[string]string, error)
 	return out, nil
 }
 
-// OpenDiffCounts counts the tickets not yet RESOLVED, per resource.
+// OpenDiffCounts counts the diff tickets not yet RESOLVED, per resource;
+// an UNCHECKED ticket is no diff, and is not counted.
 func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, error) {
 	type row struct {
 		ResourceType ResourceType
@@ -404,7 +445,7 @@ func (s *Store) OpenDiffCounts(ctx context.Context) (map[ResourceType]int64, err
 	}
 	var rows []row
 	err := s.R.WithContext(ctx).Raw(`SELECT resource_type, COUNT(*) AS n FROM recon_diffs
-		WHERE status IN ('OPEN','ACKED') GROUP BY resource_type`).Scan(&rows).Error
+		WHERE status IN ('OPEN','ACKED') AND kind = ? GROUP BY resource_type`, TicketDiff).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("count open diffs: %w", err)
 	}
@@ -427,14 +468,20 @@ func (s *Store) LastReconRun(ctx context.Context) (*ReconRun, error) {
 	if len(runs) == 0 {
 		return nil, nil
 	}
+	if err := s.coverageOfRuns(ctx, runs); err != nil {
+		return nil, err
+	}
 	return &runs[0], nil
 }
 
-// ReconRuns lists the newest runs.
+// ReconRuns lists the newest runs, each with its coverage.
 func (s *Store) ReconRuns(ctx context.Context, limit int) ([]ReconRun, error) {
 	var runs []ReconRun
 	if err := s.R.WithContext(ctx).Order("started_at DESC, id DESC").Limit(limit).Find(&runs).Error; err != nil {
 		return nil, fmt.Errorf("reconciliation runs: %w", err)
+	}
+	if err := s.coverageOfRuns(ctx, runs); err != nil {
+		return nil, err
 	}
 	return runs, nil
 }
@@ -458,7 +505,7 @@ func (s *Store) ListDiffs(ctx context.Context, f DiffFilter) ([]DiffTicket, erro
 		q = q.Where("resource_type = ?", f.Resource)
 	}
 	if f.Sign != 0 {
-		q = q.Where("sign = ?", f.Sign)
+		q = q.Where("sign = ? AND kind = ?", f.Sign, TicketDiff)
 	}
 	if f.After.ID != 0 {
 		q = q.Where("(created_at < ? OR (created_at = ? AND id < ?))", f.After.At, f.After.At, f.After.ID)
@@ -544,7 +591,7 @@ func (s *Store) Reconcile(ctx context.Context) ([]Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	more, _, err := s.reconcileServices(ctx)
+	more, _, err := s.reconcileServices(ctx, ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -278,8 +278,8 @@ const heldCheckQuiet = 7 * 24 * time.Hour
 // hold (PENDING orders' open holds and unfinished tasks, as Reconcile
 // reads them) — of the given keys, or, when keys is nil, of the keys in
 // play: those with a ledger row in the last heldCheckQuiet, an open hold, an
-// unfinished task or an unresolved HELD ticket — and which keys are busy,
-// whose service may hold what unhold cannot know: a task of theirs has a
+// unfinished task or an unresolved HELD or UNCHECKED ticket — and which
+// keys are busy, whose service may hold what unhold cannot know: a task of theirs has a
 // call under way (leased) or made without an answer (tried before: its
 // call may have been done), or releases an aborted placement's lock,
 // which may never have arrived; or an order holding them was placed within
@@ -292,8 +292,8 @@ func (r *remoteResource) view(ctx context.Context, keys []string) (keyView, erro
 				UNION SELECT biz_key FROM release_tasks WHERE resource_type = ? AND status IN ('PENDING','RETRY','MANUAL')
 				UNION SELECT h.biz_key FROM order_holds h JOIN orders o ON o.order_no = h.order_no
 					WHERE h.resource_type = ? AND h.qty > h.released + h.deducted AND o.status = 'PENDING'
-				UNION SELECT biz_key FROM recon_diffs WHERE resource_type = ? AND check_name = ? AND status <> 'RESOLVED'`,
-				r.typ, r.s.Now().Add(-heldCheckQuiet), r.typ, r.typ, r.typ, CheckHeld).Scan(&keys).Error
+				UNION SELECT biz_key FROM recon_diffs WHERE resource_type = ? AND check_name IN (?, ?) AND status <> 'RESOLVED'`,
+				r.typ, r.s.Now().Add(-heldCheckQuiet), r.typ, r.typ, r.typ, CheckHeld, CheckUnchecked).Scan(&keys).Error
 			if err != nil {
 				return err
 			}
@@ -336,31 +336,45 @@ func (r *remoteResource) placeCallWindow() time.Duration {
 	return 2*r.client.Timeout() + 5*time.Second
 }
 
+// heldCheck is what one run's HELD check of a remote type covered: the
+// keys it compared, and those it skipped with the reason of each.
+type heldCheck struct {
+	compared []string
+	skipped  map[string]SkipReason
+	// notOffered: the service offers no GET /holds (404 for every key
+	// asked), so the type has no HELD check; declared, not a skip. None of
+	// its keys was compared, so every HELD ticket of it stays as it was.
+	notOffered bool
+}
+
 // checkService is the HELD check: what the service says it holds of each
 // key (GET /holds/{key}) against what unhold expects it to hold. The
 // service cannot be read in unhold's snapshot, so the key's expectation is
 // read before the calls and again after them; a key is compared only when
 // both reads agree and neither saw a call of its under way: a release
 // that landed between the reads, or a lock still on its way, is no diff.
-// The keys it could not compare so are returned as unchecked, and so are
-// those the service did not answer for (logged): their open tickets stay
-// open until a run compares them. A service that offers no GET
-// /holds has no HELD check.
-func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchecked []string, err error) {
-	before, err := r.view(ctx, nil)
-	if err != nil {
-		return nil, nil, err
-	}
+// The keys it could not compare so are skipped as UNKNOWN_OUTCOME, and
+// those the service did not answer for (logged) by what it did instead:
+// their open tickets stay open until a run compares them. A service that
+// offers no GET /holds has no HELD check (errNoHolds).
+//
+// before is the first read, of the keys in play (view), made on the run's
+// ctx before any service was asked. Only the questions run on sctx, the
+// services' share of the run's time: a question the time did not reach
+// skips its key as NO_ANSWER, while unhold's own reads, the after-read
+// too, run on ctx, whose end fails the run as any database error does.
+func (r *remoteResource) checkService(ctx, sctx context.Context, before keyView) ([]Diff, *heldCheck, error) {
+	hc := &heldCheck{skipped: map[string]SkipReason{}}
 	var keys []string
 	for k := range before.expected {
 		if before.busy[k] {
-			unchecked = append(unchecked, k)
+			hc.skipped[k] = SkipUnknownOutcome
 		} else {
 			keys = append(keys, k)
 		}
 	}
 	sort.Strings(keys)
-	held, err := r.holds(ctx, keys)
+	held, err := r.holds(sctx, keys, hc.skipped)
 	if errors.Is(err, remote.ErrNoHolds) {
 		// Nothing compared: a ticket of a service that stopped offering
 		// GET /holds stays for a person to resolve.
@@ -375,33 +389,41 @@ func (r *remoteResource) checkService(ctx context.Context) (diffs []Diff, unchec
 		h, ok := held[k]
 		switch {
 		case !ok:
-			unchecked = append(unchecked, k)
 		case h != before.expected[k]:
 			odd = append(odd, k)
+		default:
+			hc.compared = append(hc.compared, k)
 		}
 	}
 	if len(odd) == 0 {
-		return nil, unchecked, nil
+		return nil, hc, nil
 	}
 	after, err := r.view(ctx, odd)
 	if err != nil {
 		return nil, nil, err
 	}
+	var diffs []Diff
 	for _, k := range odd {
 		if after.busy[k] || after.expected[k] != before.expected[k] {
-			unchecked = append(unchecked, k)
+			hc.skipped[k] = SkipUnknownOutcome
 			continue
 		}
+		hc.compared = append(hc.compared, k)
 		diffs = append(diffs, Diff{Resource: r.typ, Key: k, Check: CheckHeld, Expected: before.expected[k], Actual: held[k]})
 	}
-	return diffs, unchecked, nil
+	return diffs, hc, nil
 }
 
 // holds asks the service what it holds of each key, remoteCalls at a time,
-// and returns the answers it got; the error says how many keys were not
-// answered, and why the first was not. ErrNoHolds: the service offers no
-// GET /holds.
-func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]int64, error) {
+// and returns the answers it got; each key it got none for goes into
+// skipped with the reason (skipReason), and the error says how many keys
+// were not answered, and why the first was not. ErrNoHolds: the service
+// offers no GET /holds — every key asked got a 404 and none anything
+// else. Once any key got another answer the service evidently offers the
+// endpoint, and a 404 is a refusal of its key (the protocol answers an
+// unknown key held 0, never 404): were one 404 taken for "not offered",
+// a service could hide every other key's diff by 404-ing one.
+func (r *remoteResource) holds(ctx context.Context, keys []string, skipped map[string]SkipReason) (map[string]int64, error) {
 	out := make(map[string]int64, len(keys))
 	var mu sync.Mutex
 	var failures atomic.Int64
@@ -409,13 +431,18 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 	each(len(keys), func(i int) {
 		// A service that failed a whole wave of questions is not asked
 		// the rest: a hanging one would cost keys × timeout / remoteCalls.
+		// A 404 is a quick answer, not a failure: were a wave of them to
+		// stop the questions, a service 404-ing its first keys would have
+		// the type read "not offered" as surely as 404-ing them all.
 		if failures.Load() >= remoteCalls || ctx.Err() != nil {
 			errs[i] = errNotAsked
 			return
 		}
 		h, err := r.client.Holds(ctx, keys[i])
 		if err != nil {
-			failures.Add(1)
+			if !errors.Is(err, remote.ErrNoHolds) {
+				failures.Add(1)
+			}
 			errs[i] = err
 			return
 		}
@@ -423,23 +450,60 @@ func (r *remoteResource) holds(ctx context.Context, keys []string) (map[string]i
 		out[keys[i]] = h.Held
 		mu.Unlock()
 	})
+	asked, notFound := 0, 0
+	for _, err := range errs {
+		if !errors.Is(err, errNotAsked) {
+			asked++
+		}
+		if errors.Is(err, remote.ErrNoHolds) {
+			notFound++
+		}
+	}
+	if notFound > 0 && notFound == asked {
+		return nil, remote.ErrNoHolds
+	}
 	var first error
 	failed := 0
-	for _, err := range errs {
-		if errors.Is(err, remote.ErrNoHolds) {
-			return nil, err
+	for i, err := range errs {
+		if err == nil {
+			continue
 		}
-		if err != nil {
-			failed++
-			if !errors.Is(err, errNotAsked) {
-				first = cmp.Or(first, err)
-			}
+		failed++
+		reason := skipReason(err)
+		if errors.Is(err, remote.ErrNoHolds) {
+			// Other keys got other answers: the endpoint is there, and
+			// this 404 refuses the key.
+			reason = SkipRefused
+			err = fmt.Errorf("404 for %q, where other keys got other answers", keys[i])
+		}
+		skipped[keys[i]] = reason
+		if !errors.Is(err, errNotAsked) {
+			first = cmp.Or(first, err)
 		}
 	}
 	if failed > 0 {
 		return out, fmt.Errorf("%d of %d keys not answered, the first: %w", failed, len(keys), first)
 	}
 	return out, nil
+}
+
+// skipReason is why a GET /holds that failed with err left its key
+// unchecked: the service refused it (4xx), answered for another key, or
+// answered what proves nothing; or no answer came (timeout, connection,
+// busy, not asked).
+func skipReason(err error) SkipReason {
+	var re *remote.Error
+	switch {
+	case !errors.As(err, &re):
+		return SkipNoAnswer
+	case re.Class == remote.ClassRejected:
+		return SkipRefused
+	case errors.Is(err, remote.ErrOtherKey):
+		return SkipOtherKey
+	case re.Class == remote.ClassProtocol:
+		return SkipUnparseable
+	}
+	return SkipNoAnswer
 }
 
 // each runs fn(0) … fn(n-1), remoteCalls at a time, and returns when all
@@ -467,30 +531,41 @@ var errNotAsked = errors.New("not asked")
 
 // reconcileServices runs every remote type's HELD check (checkService),
 // each with reads of its own: a service is not asked inside a snapshot. It
-// returns the diffs found and, by type, the keys left unchecked: nil keys
-// stand for all of the type's.
-func (s *Store) reconcileServices(ctx context.Context) ([]Diff, map[ResourceType][]string, error) {
-	var all []Diff
-	unchecked := map[ResourceType][]string{}
+// returns the diffs found and, by type, what each check covered. Every
+// type's keys and expectations are read on ctx before any service is
+// asked, and only the questions run on sctx (the services' share of the
+// run's time): were a type's first read made after an earlier type's
+// hanging service had used that time up, it would fail, and none of the
+// type's keys would be known to skip — no streak, no UNCHECKED ticket,
+// run after run.
+func (s *Store) reconcileServices(ctx, sctx context.Context) ([]Diff, map[ResourceType]*heldCheck, error) {
+	var rs []*remoteResource
+	var before []keyView
 	for _, t := range s.types {
 		r, ok := s.remotes[t]
 		if !ok {
 			continue
 		}
-		d, u, err := r.checkService(ctx)
-		if errors.Is(err, errNoHolds) || err != nil && ctx.Err() != nil {
-			// No GET /holds, or the run's time for services ran out on a
-			// read of its own: none of the type's keys was compared.
-			unchecked[t] = nil
-			continue
-		}
+		v, err := r.view(ctx, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		all = append(all, d...)
-		if len(u) > 0 {
-			unchecked[t] = u
-		}
+		rs = append(rs, r)
+		before = append(before, v)
 	}
-	return all, unchecked, nil
+	var all []Diff
+	checks := map[ResourceType]*heldCheck{}
+	for i, r := range rs {
+		d, hc, err := r.checkService(ctx, sctx, before[i])
+		switch {
+		case errors.Is(err, errNoHolds):
+			checks[r.typ] = &heldCheck{notOffered: true}
+			continue
+		case err != nil:
+			return nil, nil, err
+		}
+		all = append(all, d...)
+		checks[r.typ] = hc
+	}
+	return all, checks, nil
 }

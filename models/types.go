@@ -296,6 +296,7 @@ const (
 	ClassRetryExhausted ErrorClass = "RETRY_EXHAUSTED"
 	ClassRemoteBusy     ErrorClass = "REMOTE_BUSY"     // a remote service answered 408, 425, 429 or 5xx
 	ClassRemoteRejected ErrorClass = "REMOTE_REJECTED" // a remote service refused the call (any other 4xx): permanent
+	ClassRemoteProtocol ErrorClass = "REMOTE_PROTOCOL" // a remote service answered 2xx without proving the call was ours
 )
 
 // ParseErrorClass accepts a release failure class as stored.
@@ -308,7 +309,7 @@ func ParseErrorClass(s string) (ErrorClass, error) {
 
 // ErrorClasses lists every failure class, permanent ones first.
 var ErrorClasses = []ErrorClass{ClassLockedShort, ClassStateMismatch, ClassNotFound, ClassRemoteRejected,
-	ClassTimeout, ClassDBBusy, ClassConnection, ClassRemoteBusy, ClassUnknown, ClassCrashed, ClassRetryExhausted}
+	ClassTimeout, ClassDBBusy, ClassConnection, ClassRemoteBusy, ClassRemoteProtocol, ClassUnknown, ClassCrashed, ClassRetryExhausted}
 
 // Attempt outcomes, one per try of a task.
 const (

@@ -52,6 +52,16 @@ const (
 	ClassRejected   Class = "REMOTE_REJECTED" // any other answer but 2xx and 409 ALREADY_DONE: MANUAL
 	ClassTimeout    Class = "TIMEOUT"         // no whole answer within the timeout: retried
 	ClassConnection Class = "CONNECTION"      // refused, reset, closed without an answer: retried
+	ClassProtocol   Class = "REMOTE_PROTOCOL" // a 2xx or 409 ALREADY_DONE whose body does not prove the call was ours: retried
+)
+
+// Why an answer that would count as done (a 2xx; for a call, a 409
+// ALREADY_DONE) failed to prove itself (ClassProtocol): the cause of its
+// *Error, for errors.Is.
+var (
+	ErrUnparseable = errors.New("the answer is not the JSON object the protocol asks for")
+	ErrNoEcho      = errors.New("the answer does not echo the request")
+	ErrOtherKey    = errors.New("the answer echoes another request")
 )
 
 // CodeAlreadyDone is the code of a 409 that means "done before, with this
@@ -85,6 +95,10 @@ type Config struct {
 	URL     string        // the service's base URL: http or https, a host, no query
 	Timeout time.Duration // a call's whole time, answer read included; 0: DefaultTimeout
 	Token   string        // sent as "Authorization: Bearer <Token>" when not empty
+	// Strict makes a call count as done only when its answer proves it:
+	// a JSON object echoing the request's idempotency_key. Off, any 2xx
+	// and any 409 ALREADY_DONE count, whatever their body.
+	Strict bool
 }
 
 // Client calls one remote resource type's service. It is safe for
@@ -94,6 +108,7 @@ type Client struct {
 	base    string
 	token   string
 	timeout time.Duration
+	strict  bool
 	http    *http.Client
 }
 
@@ -130,6 +145,7 @@ func New(cfg Config) (*Client, error) {
 		base:    strings.TrimRight(u.String(), "/"),
 		token:   cfg.Token,
 		timeout: timeout,
+		strict:  cfg.Strict,
 		http: &http.Client{
 			Transport:     tr,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
@@ -215,6 +231,16 @@ func IdempotencyKey(orderNo, typ, key string, op Op, epoch int) string {
 // Timeout is the whole time one call may take.
 func (c *Client) Timeout() time.Duration { return c.timeout }
 
+// Strict says whether a call's answer must echo its idempotency key to
+// count as done (Config.Strict).
+func (c *Client) Strict() bool { return c.strict }
+
+// URL is the service's base URL, without a trailing slash.
+func (c *Client) URL() string { return c.base }
+
+// HasToken says whether calls carry a bearer token.
+func (c *Client) HasToken() bool { return c.token != "" }
+
 // Lock asks the service to hold call.Qty of call.Key for the order.
 func (c *Client) Lock(ctx context.Context, call Call) (Result, error) {
 	return c.call(ctx, OpLock, call)
@@ -246,15 +272,114 @@ func (c *Client) call(ctx context.Context, op Op, call Call) (Result, error) {
 		return Result{}, err
 	}
 	res := Result{IdempotencyKey: call.IdempotencyKey, Status: status}
-	if status >= 200 && status <= 299 {
-		return res, nil
-	}
-	e := c.answerError(op, status, answer)
-	if status == http.StatusConflict && e.Code == CodeAlreadyDone {
+	if status < 200 || status > 299 {
+		e := c.answerError(op, status, answer)
+		if status != http.StatusConflict || e.Code != CodeAlreadyDone {
+			return Result{}, e
+		}
 		res.Duplicate = true
-		return res, nil
 	}
-	return Result{}, e
+	if c.strict {
+		if why := echoes(answer, call.IdempotencyKey); why != nil {
+			return Result{}, &Error{Type: c.typ, Op: op, Class: ClassProtocol, Status: status, Err: why,
+				Message: bodyHead(c.redact(answer))}
+		}
+	}
+	return res, nil
+}
+
+// echoes says why answer does not prove itself the answer to the call of
+// idempotency key k, or nil when it does: it must be a JSON object whose
+// idempotency_key is k. A service that cannot echo yet is declared
+// strict: false instead.
+func echoes(answer []byte, k string) error {
+	m, err := members(answer)
+	if err != nil {
+		return ErrUnparseable
+	}
+	raw, ok := m["idempotency_key"]
+	if !ok || string(raw) == "null" {
+		return ErrNoEcho
+	}
+	var got string
+	if json.Unmarshal(raw, &got) != nil {
+		return ErrUnparseable
+	}
+	if got != k {
+		return ErrOtherKey
+	}
+	return nil
+}
+
+// errAmbiguous is an object with two members whose names differ at most
+// in case: encoding/json would take the last, or either, for one field.
+var errAmbiguous = errors.New("two members of one name")
+
+// members reads answer as one JSON object and nothing after it, member by
+// member. Names are matched exactly, not as encoding/json matches fields,
+// and an object naming a member twice, even in another case, is refused:
+// an answer that says two things proves neither.
+func members(answer []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(answer))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, ErrUnparseable
+	}
+	m := map[string]json.RawMessage{}
+	folded := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, _ := t.(string)
+		if folded[strings.ToLower(name)] {
+			return nil, errAmbiguous
+		}
+		folded[strings.ToLower(name)] = true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		m[name] = v
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, ErrUnparseable
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, ErrUnparseable
+	}
+	return m, nil
+}
+
+// redact blanks the client's bearer token out of an answer: whatever
+// answered in the service's place may reflect the request's headers, and
+// what an answer said is kept for people to read.
+func (c *Client) redact(answer []byte) []byte {
+	if c.token == "" {
+		return answer
+	}
+	return bytes.ReplaceAll(answer, []byte(c.token), []byte("[redacted]"))
+}
+
+// maxHead bounds how much of an answer that did not prove itself is kept:
+// enough for a person to see what answered instead of the service.
+const maxHead = 200
+
+// bodyHead is the answer's first maxHead bytes, made one line as clip
+// does, marked "…" when there was more; "empty body" for none.
+func bodyHead(answer []byte) string {
+	if len(bytes.TrimSpace(answer)) == 0 {
+		return "empty body"
+	}
+	head, more := answer, ""
+	if len(head) > maxHead {
+		cut := maxHead
+		for cut > 0 && !utf8.RuneStart(head[cut]) {
+			cut--
+		}
+		head, more = head[:cut], "…"
+	}
+	return clip(string(head), maxHead) + more
 }
 
 // invalid says what is wrong with call, or "" when nothing is: a call the
@@ -303,15 +428,24 @@ func (c *Client) Holds(ctx context.Context, key string) (Holds, error) {
 	if status < 200 || status > 299 {
 		return Holds{}, c.answerError(opHolds, status, answer)
 	}
-	var h struct {
-		Key  *string `json:"key"`
-		Held *int64  `json:"held"`
+	var got string
+	var held int64
+	var why error
+	m, err := members(answer)
+	switch {
+	case err != nil || json.Unmarshal(m["held"], &held) != nil || held < 0:
+		why = ErrUnparseable
+	case m["key"] == nil || string(m["key"]) == "null":
+		why = ErrNoEcho
+	case json.Unmarshal(m["key"], &got) != nil:
+		why = ErrUnparseable
+	case got != key:
+		why = ErrOtherKey
+	default:
+		return Holds{Key: key, Held: held}, nil
 	}
-	if err := json.Unmarshal(answer, &h); err != nil || h.Key == nil || *h.Key != key || h.Held == nil || *h.Held < 0 {
-		return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassRejected, Status: status,
-			Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(answer), maxMessage))}
-	}
-	return Holds{Key: key, Held: *h.Held}, nil
+	return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassProtocol, Status: status, Err: why,
+		Message: fmt.Sprintf("the answer is not {\"key\": %q, \"held\": n ≥ 0}: %s", key, clip(string(c.redact(answer)), maxMessage))}
 }
 
 // do sends one request within the client's timeout and reads at most
@@ -340,9 +474,9 @@ func (c *Client) do(parent context.Context, op Op, method, path string, body []b
 	}
 	defer resp.Body.Close()
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	// A call's 2xx is the service's word that it did the call, whatever
-	// its body; any other answer cut short is no answer at all.
-	if err != nil && (method != http.MethodPost || resp.StatusCode < 200 || resp.StatusCode > 299) {
+	// Unstrict, a call's 2xx is the service's word that it did the call,
+	// whatever its body; any other answer cut short is no answer at all.
+	if err != nil && (method != http.MethodPost || resp.StatusCode < 200 || resp.StatusCode > 299 || c.strict) {
 		return 0, nil, c.noAnswer(parent, op, err)
 	}
 	return resp.StatusCode, answer, nil
@@ -374,6 +508,7 @@ func (c *Client) answerError(op Op, status int, answer []byte) *Error {
 		Code    string `json:"code"`
 		Message string `json:"message"`
 	}
+	answer = c.redact(answer)
 	msg := strings.TrimSpace(string(answer))
 	if strings.HasPrefix(msg, "{") && json.Unmarshal(answer, &a) == nil {
 		msg = a.Message
@@ -390,10 +525,12 @@ func (c *Client) answerError(op Op, status int, answer []byte) *Error {
 }
 
 // clip makes s one printable line of valid UTF-8 of at most n bytes, cut on
-// a character boundary and marked "…" when cut.
+// a character boundary and marked "…" when cut. Format characters (bidi
+// overrides, zero-width ones) go too: they would reorder or hide what a
+// person reads of an answer.
 func clip(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
 			return ' '
 		}
 		return r

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,7 @@ func TestClassesAreModelsClasses(t *testing.T) {
 		{remote.ClassRejected, models.ClassRemoteRejected, false},
 		{remote.ClassTimeout, models.ClassTimeout, true},
 		{remote.ClassConnection, models.ClassConnection, true},
+		{remote.ClassProtocol, models.ClassRemoteProtocol, true},
 	} {
 		e := &remote.Error{Class: c.got}
 		if e.ErrorClass() != string(c.want) || e.Retryable() != c.retryable {
@@ -146,6 +148,83 @@ func TestAnswers(t *testing.T) {
 			t.Fatalf("got %v; want REMOTE_REJECTED with the body clipped to 512 bytes and marked", err)
 		}
 	})
+}
+
+// In strict mode an answer that would count as done — a 2xx, a 409
+// ALREADY_DONE — is done only when it is a JSON object echoing the
+// request's idempotency key; otherwise it is a REMOTE_PROTOCOL failure
+// saying why and keeping the body's first 200 bytes. Unstrict, each is
+// done as before.
+func TestStrictAnswers(t *testing.T) {
+	t.Parallel()
+	long := `{"code":"DONE","note":"` + strings.Repeat("礼", 100) + `"}`
+	cases := []struct {
+		name    string
+		status  int
+		body    string // "$k" is the request's key
+		cut     bool   // the connection closes before the whole body
+		wantDup bool
+		wantErr error // nil: done in strict mode too
+		wantMsg string
+		wantCls remote.Class // when not ClassProtocol
+	}{
+		{name: "echo", status: 200, body: `{"code":"DONE","idempotency_key":"$k"}`},
+		{name: "409 echo", status: 409, body: `{"code":"ALREADY_DONE","idempotency_key":"$k"}`, wantDup: true},
+		{name: "no echo", status: 200, body: `{"code":"DONE"}`, wantErr: remote.ErrNoEcho, wantMsg: `{"code":"DONE"}`},
+		{name: "null echo", status: 200, body: `{"idempotency_key":null}`, wantErr: remote.ErrNoEcho,
+			wantMsg: `{"idempotency_key":null}`},
+		{name: "other key", status: 201, body: `{"idempotency_key":"uh1-00000000000000000000000000000000"}`,
+			wantErr: remote.ErrOtherKey, wantMsg: `{"idempotency_key":"uh1-00000000000000000000000000000000"}`},
+		{name: "empty", status: 200, body: "", wantErr: remote.ErrUnparseable, wantMsg: "empty body"},
+		{name: "204", status: 204, body: "", wantErr: remote.ErrUnparseable, wantMsg: "empty body"},
+		{name: "junk", status: 200, body: "<html>\n<p>It works!</p>", wantErr: remote.ErrUnparseable,
+			wantMsg: "<html> <p>It works!</p>"},
+		{name: "array", status: 200, body: `["$k"]`, wantErr: remote.ErrUnparseable},
+		{name: "key not text", status: 200, body: `{"idempotency_key":7}`, wantErr: remote.ErrUnparseable},
+		{name: "409 no echo", status: 409, body: `{"code":"ALREADY_DONE"}`, wantDup: true, wantErr: remote.ErrNoEcho,
+			wantMsg: `{"code":"ALREADY_DONE"}`},
+		{name: "long", status: 200, body: long, wantErr: remote.ErrNoEcho, wantMsg: long[:200] + "…"},
+		{name: "cut short", status: 200, body: `{"idempotency_key":"$k"}`, cut: true, wantErr: io.ErrUnexpectedEOF,
+			wantCls: remote.ClassConnection, wantMsg: "no answer"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				body := strings.ReplaceAll(c.body, "$k", r.Header.Get("Idempotency-Key"))
+				if c.cut {
+					w.Header().Set("Content-Length", strconv.Itoa(len(body)+10))
+				}
+				w.WriteHeader(c.status)
+				_, _ = io.WriteString(w, body)
+			}))
+			t.Cleanup(srv.Close)
+			for _, strict := range []bool{false, true} {
+				cl, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL, Strict: strict})
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := cl.Release(context.Background(), call)
+				if !strict || c.wantErr == nil {
+					if err != nil || res.Duplicate != c.wantDup || res.Status != c.status {
+						t.Errorf("strict %v: got %+v, %v; want done %d, duplicate %v", strict, res, err, c.status, c.wantDup)
+					}
+					continue
+				}
+				wantCls, wantStatus := c.wantCls, c.status
+				if wantCls == "" {
+					wantCls = remote.ClassProtocol
+				} else {
+					wantStatus = 0
+				}
+				var e *remote.Error
+				if !errors.As(err, &e) || !errors.Is(err, c.wantErr) || e.Class != wantCls || e.Status != wantStatus ||
+					e.Op != remote.OpRelease || (c.wantMsg != "" && e.Message != c.wantMsg) || !e.Retryable() {
+					t.Errorf("strict: got %+v, %#v; want %s %d, %v, message %q", res, err, wantCls, wantStatus, c.wantErr, c.wantMsg)
+				}
+			}
+		})
+	}
 }
 
 // closedAddr is an address nothing listens on.
@@ -367,10 +446,11 @@ func TestHolds(t *testing.T) {
 		{name: "not offered", status: 404, body: "404 page not found", wantErr: remote.ErrNoHolds},
 		{name: "busy", status: 503, wantClass: remote.ClassBusy},
 		{name: "refused", status: 403, wantClass: remote.ClassRejected},
-		{name: "not JSON", status: 200, body: "<html>", wantClass: remote.ClassRejected},
-		{name: "other key", status: 200, body: `{"key":"GC-2","held":3}`, wantClass: remote.ClassRejected},
-		{name: "no held", status: 200, body: `{"key":"GC 1/é"}`, wantClass: remote.ClassRejected},
-		{name: "negative", status: 200, body: `{"key":"GC 1/é","held":-1}`, wantClass: remote.ClassRejected},
+		{name: "not JSON", status: 200, body: "<html>", wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
+		{name: "other key", status: 200, body: `{"key":"GC-2","held":3}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrOtherKey},
+		{name: "no key", status: 200, body: `{"held":3}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrNoEcho},
+		{name: "no held", status: 200, body: `{"key":"GC 1/é"}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
+		{name: "negative", status: 200, body: `{"key":"GC 1/é","held":-1}`, wantClass: remote.ClassProtocol, wantErr: remote.ErrUnparseable},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -386,15 +466,15 @@ func TestHolds(t *testing.T) {
 			t.Cleanup(srv.Close)
 			h, err := client(t, srv.URL, 0, "tok").Holds(context.Background(), "GC 1/é")
 			var e *remote.Error
+			if c.wantErr != nil && !errors.Is(err, c.wantErr) {
+				t.Errorf("got %+v, %v; want %v", h, err, c.wantErr)
+			}
 			switch {
-			case c.wantErr != nil:
-				if !errors.Is(err, c.wantErr) {
-					t.Errorf("got %+v, %v; want %v", h, err, c.wantErr)
-				}
 			case c.wantClass != "":
 				if !errors.As(err, &e) || e.Class != c.wantClass {
 					t.Errorf("got %+v, %v; want class %s", h, err, c.wantClass)
 				}
+			case c.wantErr != nil:
 			case err != nil || h.Key != "GC 1/é" || h.Held != c.want:
 				t.Errorf("got %+v, %v; want held %d", h, err, c.want)
 			}

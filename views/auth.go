@@ -80,6 +80,9 @@ type AuditView struct {
 	// Total, the count's cap.
 	Total int64
 	Over  bool
+	// Operational says the list holds the operational entries only,
+	// without request metadata: the viewer is not an admin.
+	Operational bool
 }
 
 // AuditRow is one audit entry.

@@ -111,6 +111,7 @@ var commonText = text{
 	"class.RETRY_EXHAUSTED": {"重试耗尽", "RETRY_EXHAUSTED"},
 	"class.REMOTE_BUSY":     {"远程服务繁忙", "REMOTE_BUSY"},
 	"class.REMOTE_REJECTED": {"远程服务拒绝", "REMOTE_REJECTED"},
+	"class.REMOTE_PROTOCOL": {"远程应答不合协议", "REMOTE_PROTOCOL"},
 
 	"code.UNUSED":  {"未使用", "UNUSED"},
 	"code.LOCKED":  {"已锁定", "LOCKED"},

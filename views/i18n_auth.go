@@ -9,6 +9,10 @@ var authText = text{
 	"nav.users":        {"用户", "Users"},
 	"nav.tokens":       {"API 令牌", "Tokens"},
 
+	"overview.forwarded": {"有请求带着转发头 %[1]s 从 %[2]s 而来，但未设置 -trusted-proxies，所以这个头被忽略。若 %[2]s 是你的反向代理：审计日志、登录限速和会话记下的都是它的地址，而不是客户的，请把 -trusted-proxies（UNHOLD_TRUSTED_PROXIES）设为它的地址或网段。若不是，那是有人直接发来了这个头，忽略它是对的：不要信任一个不属于你的地址。",
+		"Requests came with the forwarding header %[1]s from %[2]s, but -trusted-proxies is not set, so the header was ignored. If %[2]s is your reverse proxy, the audit log, login throttling and sessions record its address, not the client's: set -trusted-proxies (UNHOLD_TRUSTED_PROXIES) to its address or network. If it is not, someone sent the header directly and ignoring it is right: never trust an address that is not yours."},
+	"overview.forwarded.last": {"最近一次：", "Last seen:"},
+
 	"account.password.link": {"修改密码", "Password"},
 	"account.logout":        {"退出登录", "Sign out"},
 	"auth.need.operator":    {"只有运维或管理员可以执行此操作；如需处理，请联系运维。", "Only operations or administrators can do this; ask ops if it needs doing."},
@@ -45,6 +49,7 @@ var authText = text{
 	"code.already_running": {"已在运行", "already running"},
 
 	// Audited actions.
+	"code.audit.refused_summary":     {"拒绝汇总", "refusals summed up"},
 	"code.audit.rerun":               {"重跑", "rerun"},
 	"code.audit.bulk_rerun":          {"批量重跑", "bulk rerun"},
 	"code.audit.diff_ack":            {"确认对账差异", "diff acknowledged"},
@@ -177,5 +182,6 @@ var authText = text{
 	"audit.bad.long":      {"筛选条件太长（最多 128 个字符）。", "A filter is too long (at most 128 characters)."},
 	"audit.bad.action":    {"没有这种操作。", "There is no such action."},
 	"audit.bad.date":      {"日期应写作 YYYY-MM-DD。", "A date is written YYYY-MM-DD."},
+	"audit.scope":         {"仅显示业务审计：订单、任务、对账工单、定时任务与资源的操作，不含请求来源。用户、令牌、登录和被拒绝的请求仅管理员可见。", "Showing operational entries only: orders, tasks, tickets, jobs and resources, without request metadata. Users, tokens, sign-ins and refused requests are for administrators."},
 	"audit.bad.cursor":    {"翻页链接无效，请从第一页开始。", "The page link is not valid; start from the first page."},
 }

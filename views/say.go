@@ -24,6 +24,8 @@ const (
 	argSay                  // a stored text of its own, itself said
 	argClass                // an error class or code, through Page.Class
 	argRole                 // a dashboard role
+	argSays                 // stored texts joined by "; ", each said
+	argSkips                // "no answer 5, refused 1": reconciliation's skip reasons with counts
 )
 
 // shape is one known English sentence: re matches the whole text, key is
@@ -49,6 +51,10 @@ var shapes = []shape{
 		"say.cleanup", []argKind{argRaw, argRaw, argRaw, argSpan}},
 	// cmd/unhold (the reconcile job, the reconcile command) and web/api_reconcile.go
 	{regexp.MustCompile(`^run (\d+): (\d+) diffs(?: found)?, (\d+) new tickets, (\d+) closed$`), "say.recon_run", nil},
+	{regexp.MustCompile(`^run (\d+): (\d+) diffs(?: found)?, (\d+) new tickets, (\d+) closed; partial: (.+)$`), "say.recon_partial",
+		[]argKind{argRaw, argRaw, argRaw, argRaw, argSays}},
+	// models/recon_coverage.go (ReconRun.Unchecked)
+	{regexp.MustCompile(`^(\S+) (\d+) keys not checked \((.+)\)$`), "say.recon_unchecked", []argKind{argCode, argRaw, argSkips}},
 	// jobs/run.go, jobs/scheduler.go
 	{regexp.MustCompile(`^timed out after (\S+): (.+)$`), "say.job_timeout", []argKind{argRaw, argSay}},
 	{regexp.MustCompile(`^job (\S+) already running on (\S+) since (\S+)$`), "say.job_running", nil},
@@ -157,6 +163,22 @@ func (p Page) sayArg(kind argKind, part string) string {
 		return p.Tf("say.parts", strings.Join(items, p.T("say.comma")))
 	case argSay:
 		return p.Say(part)
+	case argSays:
+		texts := strings.Split(part, "; ")
+		for i, t := range texts {
+			texts[i] = p.Say(t)
+		}
+		return strings.Join(texts, p.T("say.semicolon"))
+	case argSkips:
+		items := strings.Split(part, ", ")
+		for i, it := range items {
+			if cut := strings.LastIndexByte(it, ' '); cut > 0 {
+				if _, ok := catalog["say.skip."+it[:cut]]; ok {
+					items[i] = p.T("say.skip."+it[:cut]) + " " + it[cut+1:]
+				}
+			}
+		}
+		return strings.Join(items, p.T("say.comma"))
 	case argClass:
 		return p.Class(part)
 	case argRole:

@@ -211,6 +211,10 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 			// again shortly will pass or find the order closed).
 			status = http.StatusServiceUnavailable
 			setRetryAfter(c, busyRetryAfter)
+		case errors.Is(err, models.ErrRemoteProtocol):
+			// What answered a lock did not prove itself the service: a
+			// gateway's answer, not a refusal (the order was closed).
+			status = http.StatusBadGateway
 		}
 		return status, errorDetail{Code: me.Code, Message: err.Error()}
 	}

@@ -162,5 +162,6 @@ func (s *server) getOrder(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	chain.Audit = s.auditShown(c, chain.Audit)
 	return c.JSON(http.StatusOK, chain)
 }

@@ -104,6 +104,7 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ch.Audit = s.auditShown(c, ch.Audit)
 	if diffs == nil {
 		diffs = []models.Diff{}
 	}
@@ -183,19 +184,21 @@ func (s *server) apiReconTickets(c *echo.Context) error {
 	return c.JSON(http.StatusOK, newListPage(page.Tickets, idNext(page.Next)))
 }
 
-// apiAudit is GET /api/v1/audit, for admins: the audit page's filter
-// (actor, action, target prefix, from and to as days in the server's time
-// zone), newest first.
+// apiAudit is GET /api/v1/audit: the audit page's filter (actor, action,
+// target prefix, from and to as days in the server's time zone), newest
+// first, under the page's policy: everything for an admin, the
+// operational entries without request metadata for anyone else.
 func (s *server) apiAudit(c *echo.Context) error {
 	ctx := c.Request().Context()
+	whole := isAdmin(c)
 	f := models.AuditFilter{Actor: strings.TrimSpace(c.QueryParam("actor")), Action: c.QueryParam("action"),
-		Target: strings.TrimSpace(c.QueryParam("target"))}
+		Target: strings.TrimSpace(c.QueryParam("target")), Operational: !whole}
 	if utf8.RuneCountInString(f.Actor) > maxAuditFilter || utf8.RuneCountInString(f.Target) > maxAuditFilter {
 		return invalidf("actor and target must be at most %d characters", maxAuditFilter)
 	}
 	// The action filter takes only actions the log holds: an allow-list.
 	if f.Action != "" {
-		actions, err := s.store.AuditActions(ctx)
+		actions, err := s.store.AuditActions(ctx, !whole)
 		if err != nil {
 			return err
 		}
@@ -224,5 +227,15 @@ func (s *server) apiAudit(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newListPage(rows, idNext(next)))
+	return c.JSON(http.StatusOK, newListPage(s.auditShown(c, rows), idNext(next)))
+}
+
+// apiAuditEntry is GET /api/v1/audit/:id: one entry, as the entry's page
+// shows it; 403 for a non-admin asking for an admin-only one.
+func (s *server) apiAuditEntry(c *echo.Context) error {
+	e, err := s.auditEntry(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, e)
 }

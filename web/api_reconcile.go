@@ -11,11 +11,14 @@ import (
 	"unhold/models"
 )
 
-// reconcileView is the answer of POST /api/v1/reconcile: the run, the
-// tickets it opened (the first models.MaxOpenedTickets of run.opened), and
-// the tickets left unresolved, per resource.
+// reconcileView is the answer of POST /api/v1/reconcile: the run (with
+// what each remote type's HELD check covered), what a PARTIAL run left
+// unchecked in words, the tickets it opened (the first
+// models.MaxOpenedTickets of run.opened), and the tickets left unresolved,
+// per resource.
 type reconcileView struct {
 	Run       *models.ReconRun              `json:"run"`
+	Unchecked string                        `json:"unchecked,omitempty"`
 	Tickets   []models.DiffTicket           `json:"tickets"`
 	OpenDiffs map[models.ResourceType]int64 `json:"open_diffs"`
 }
@@ -43,6 +46,9 @@ func (s *server) apiReconcile(c *echo.Context) error {
 		entry.Outcome, entry.Detail = "failed", err.Error()
 	} else {
 		entry.Detail = fmt.Sprintf("run %d: %d diffs found, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed)
+		if u := run.Unchecked(); u != "" {
+			entry.Detail += "; partial: " + u
+		}
 	}
 	if aerr := s.store.RecordAudit(ctx, entry); aerr != nil {
 		return errors.Join(err, aerr)
@@ -58,5 +64,5 @@ func (s *server) apiReconcile(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, reconcileView{Run: run, Tickets: opened, OpenDiffs: open})
+	return c.JSON(http.StatusOK, reconcileView{Run: run, Unchecked: run.Unchecked(), Tickets: opened, OpenDiffs: open})
 }

@@ -20,7 +20,7 @@ func withGiftCards(svc *remotetest.Service) func(*testing.T, models.Dialect) bun
 	return func(t *testing.T, d models.Dialect) bundle {
 		srv := httptest.NewServer(svc)
 		t.Cleanup(srv.Close)
-		client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL})
+		client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,8 +33,9 @@ func withGiftCards(svc *remotetest.Service) func(*testing.T, models.Dialect) bun
 
 // An order holding a remote type is placed through the API's generic
 // holds list. A refused lock answers 409 REMOTE_REJECTED with the service's
-// message, a lock not answered 503 REMOTE_UNAVAILABLE with Retry-After;
-// either way the order exists, closed PLACE_ABORTED, and its release is
+// message, a lock not answered 503 REMOTE_UNAVAILABLE with Retry-After,
+// a lock answered 200 by something that does not echo its idempotency key
+// 502 REMOTE_PROTOCOL with what answered; each way the order exists, closed PLACE_ABORTED, and its release is
 // due at once. A remote type is not a counter: its GET says so.
 func TestPlaceWithRemoteHold(t *testing.T) {
 	t.Parallel()
@@ -49,6 +50,8 @@ func TestPlaceWithRemoteHold(t *testing.T) {
 			http.StatusConflict, "REMOTE_REJECTED"},
 		{"busy", &remotetest.Answer{Status: http.StatusServiceUnavailable, Body: `{"code":"BUSY"}`},
 			http.StatusServiceUnavailable, "REMOTE_UNAVAILABLE"},
+		{"unproven", &remotetest.Answer{Status: http.StatusOK, Body: "<html><p>It works!</p></html>"},
+			http.StatusBadGateway, "REMOTE_PROTOCOL"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,6 +85,9 @@ func TestPlaceWithRemoteHold(t *testing.T) {
 				msg := wantError(t, rec, tc.status, tc.code)
 				if tc.code == "REMOTE_REJECTED" && !strings.Contains(msg, "card GC-1 has 0 left") {
 					t.Fatalf("message %q does not carry the service's", msg)
+				}
+				if tc.code == "REMOTE_PROTOCOL" && !strings.Contains(msg, "It works!") {
+					t.Fatalf("message %q does not carry what answered", msg)
 				}
 				if tc.status == http.StatusServiceUnavailable && rec.Header().Get("Retry-After") == "" {
 					t.Fatal("503 without Retry-After")

@@ -8,6 +8,43 @@ import (
 	"unhold/models"
 )
 
+// resourceTypeView is one resource type of the registry: its name, how
+// it keeps holds, and for a remote type its service.
+type resourceTypeView struct {
+	Type    models.ResourceType `json:"type"`
+	Kind    models.ResourceKind `json:"kind"`
+	Service *remoteServiceView  `json:"service,omitempty"`
+}
+
+// remoteServiceView is a remote type's service; Token says whether one is
+// sent, never what it is. UnverifiedAnswers: declared strict: false, any
+// 2xx counts as done without echoing the call's idempotency key.
+type remoteServiceView struct {
+	URL               string `json:"url"`
+	TimeoutMS         int64  `json:"timeout_ms"`
+	Token             bool   `json:"token"`
+	UnverifiedAnswers bool   `json:"unverified_answers"`
+}
+
+type resourceTypesView struct {
+	Types []resourceTypeView `json:"types"`
+}
+
+// listResourceTypes lists every resource type, built in, declared and
+// remote, in the order holds are taken.
+func (s *server) listResourceTypes(c *echo.Context) error {
+	v := resourceTypesView{Types: []resourceTypeView{}}
+	for _, t := range s.store.Types() {
+		tv := resourceTypeView{Type: t, Kind: s.store.Resource(t).Kind()}
+		if rs, ok := s.store.RemoteService(t); ok {
+			tv.Service = &remoteServiceView{URL: rs.URL, TimeoutMS: rs.Timeout.Milliseconds(), Token: rs.Token,
+				UnverifiedAnswers: !rs.Strict}
+		}
+		v.Types = append(v.Types, tv)
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
 type putCounterBody struct {
 	Available *int64 `json:"available"`
 }

@@ -18,7 +18,7 @@ func withWrapAndCards(t *testing.T, d models.Dialect) bundle {
 	t.Helper()
 	srv := httptest.NewServer(remotetest.New(remotetest.Options{}))
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(giftCards), URL: srv.URL, Strict: true})
 	try(t, "client", err)
 	clock := modelstest.NewClock()
 	s := modelstest.Open(t, d, models.Options{Now: clock.Now,
@@ -31,11 +31,11 @@ var resTypeLink = regexp.MustCompile(`href="(/resources/[^"/?]+)"`)
 
 // Every link the dashboard draws to a resource type's page opens a page:
 // the navigation's Resources entry and the declared pages' list of types.
-// A remote type has a label but no such page (its amounts are its
-// service's): it is not linked, and its URL answers 404 as a built-in
-// type's does; a shop whose only type beyond the built-in ones is remote
-// has no Resources entry. Breaks if a remote type is linked as a declared
-// counter (its page answered 400 INVALID_INPUT).
+// A remote type has no page of keys (its amounts are its service's): its
+// URL shows its service's settings instead, and it is not in the declared
+// counters' list; a shop whose only type beyond the built-in ones is
+// remote has no Resources entry. Breaks if a remote type is linked as a
+// declared counter (its page answered 400 INVALID_INPUT).
 func TestAttackResourceTypeLinksOpen(t *testing.T) {
 	t.Parallel()
 	opens := map[string]func(*testing.T, models.Dialect) bundle{"declared and remote": withWrapAndCards,
@@ -44,8 +44,9 @@ func TestAttackResourceTypeLinksOpen(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			eachEngineWith(t, open, func(t *testing.T, b bundle) {
-				if rec := servePage(b, "/resources/giftcard", "", ""); rec.Code != http.StatusNotFound {
-					t.Errorf("/resources/giftcard answers %d, want 404", rec.Code)
+				if rec := servePage(b, "/resources/giftcard", "", ""); rec.Code != http.StatusOK ||
+					testidElement(rec.Body.String(), "res-remote") == "" {
+					t.Errorf("/resources/giftcard answers %d without its service's settings, want 200 with them", rec.Code)
 				}
 				overview := getPage(t, b, "/", false, http.StatusOK)
 				if name == "remote only" {

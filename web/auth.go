@@ -76,6 +76,12 @@ func principalOf(c *echo.Context) *principal {
 	return p
 }
 
+// isAdmin tells whether the request's principal is an admin.
+func isAdmin(c *echo.Context) bool {
+	p := principalOf(c)
+	return p != nil && p.Role.Allows(auth.RoleAdmin)
+}
+
 // actor names who made a change, for ledgers and the audit log.
 func actor(c *echo.Context) string {
 	if p := principalOf(c); p != nil {
@@ -215,10 +221,10 @@ func (s *server) deny(c *echo.Context, p *principal, g gate) error {
 }
 
 // auditDenied records that p's request was refused before its handler, and
-// why.
+// why; past the first few of p in a minute, counted (see auditRefusal).
 func (s *server) auditDenied(c *echo.Context, p *principal, why string) error {
 	r := c.Request()
-	return s.store.RecordAudit(r.Context(), models.AuditEntry{Actor: p.Name, Action: "denied",
+	return s.auditRefusal(r.Context(), models.AuditEntry{Actor: p.Name, Action: "denied",
 		Target: "route:" + r.Method + " " + r.URL.Path, Outcome: "denied", Detail: why})
 }
 

@@ -71,6 +71,7 @@ var routeGates = map[string]string{
 	"PUT /api/v1/skus/:sku_id":                            "operator",
 	"GET /api/v1/skus/:sku_id":                            "viewer",
 	"PUT /api/v1/resources/:type/:key":                    "operator",
+	"GET /api/v1/resources":                               "viewer",
 	"GET /api/v1/resources/:type/:key":                    "viewer",
 	"POST /api/v1/coupons":                                "operator",
 	"GET /api/v1/coupons/:coupon_id":                      "viewer",
@@ -99,7 +100,8 @@ var routeGates = map[string]string{
 	"GET /api/v1/tasks/:id":                               "viewer",
 	"GET /api/v1/ledgers/:type":                           "viewer",
 	"GET /api/v1/recon/tickets":                           "viewer",
-	"GET /api/v1/audit":                                   "admin",
+	"GET /api/v1/audit":                                   "viewer",
+	"GET /api/v1/audit/:id":                               "viewer",
 	"GET /api/v1/openapi.json":                            "viewer",
 }
 

@@ -97,6 +97,8 @@ var apiOps = map[string]apiOp{
 		Body: putSKUBody{}, Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 409, 415}},
 	"GET /api/v1/skus/:sku_id": {Summary: "Read a SKU's stock",
 		Status: http.StatusOK, Resp: skuView{}, Errors: []int{400, 404}},
+	"GET /api/v1/resources": {Summary: "List the resource types, built in, declared and remote; a remote type's service, its token only as whether one is sent, and unverified_answers when it is declared strict: false",
+		Status: http.StatusOK, Resp: resourceTypesView{}},
 	"PUT /api/v1/resources/:type/:key": {Summary: "Set a declared counter key's available amount, creating the key when new",
 		Body: putCounterBody{}, Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/resources/:type/:key": {Summary: "Read one key of any counter type, built in or declared",
@@ -119,7 +121,7 @@ var apiOps = map[string]apiOp{
 	"GET /api/v1/slots/:slot_id": {Summary: "Read a slot",
 		Status: http.StatusOK, Resp: slotView{}, Errors: []int{400, 404}},
 	"POST /api/v1/orders": {Summary: "Place a PENDING order holding everything it asks for, or nothing at all",
-		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415}},
+		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415, 502}},
 	"GET /api/v1/orders": {Summary: "Search orders, as the orders page does, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "no", Desc: "an order number", Schema: orderNoSchema},
@@ -193,7 +195,7 @@ var apiOps = map[string]apiOp{
 			afterParam("a ticket id"), limitParam(models.DiffPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.DiffTicket]{}, Errors: []int{400}},
-	"GET /api/v1/audit": {Summary: "List audit entries, newest first, as the audit page does",
+	"GET /api/v1/audit": {Summary: "List audit entries, newest first, as the audit page does: every entry for an admin; for other roles the operational ones (orders, tasks, tickets, jobs, resources) without ip, user_agent and request_id",
 		Query: []apiParam{
 			{Name: "actor", Desc: "exactly this actor", Schema: map[string]any{"type": "string", "maxLength": maxAuditFilter}},
 			{Name: "action", Desc: "exactly this action; it must be one the log holds", Schema: textSchema},
@@ -203,6 +205,8 @@ var apiOps = map[string]apiOp{
 			afterParam("an audit entry id"), limitParam(models.AuditPageSize, models.MaxAuditPageSize),
 		},
 		Status: http.StatusOK, Resp: listPage[models.AuditEntry]{}, Errors: []int{400}},
+	"GET /api/v1/audit/:id": {Summary: "One audit entry, as its page shows it; 403 for a non-admin asking for an admin-only entry (users, tokens, sign-ins, refusals)",
+		Status: http.StatusOK, Resp: models.AuditEntry{}, Errors: []int{400, 403, 404}},
 	"GET /api/v1/openapi.json": {Summary: "This document", Status: http.StatusOK, Resp: map[string]any{}},
 }
 

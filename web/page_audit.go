@@ -17,19 +17,57 @@ import (
 // maxAuditFilter bounds a free-text filter of the audit page.
 const maxAuditFilter = 128
 
+// auditShown is what the request's principal may see of entries: all of
+// them for an admin; for anyone else the operational ones, without
+// request metadata (see models.Store.AuditOperational). The audit pages,
+// the API and the order chain all read through it.
+func (s *server) auditShown(c *echo.Context, entries []models.AuditEntry) []models.AuditEntry {
+	if isAdmin(c) {
+		return entries
+	}
+	out := make([]models.AuditEntry, 0, len(entries))
+	for _, e := range entries {
+		if s.store.AuditOperational(e) {
+			out = append(out, e.Operational())
+		}
+	}
+	return out
+}
+
+// auditEntry reads the entry id as the request's principal may see it: a
+// non-admin asking for an admin-only entry is refused 403, and the refusal
+// audited.
+func (s *server) auditEntry(c *echo.Context) (models.AuditEntry, error) {
+	raw := c.Param("id")
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id <= 0 {
+		return models.AuditEntry{}, invalidf("an audit entry id is a positive whole number, not %q", raw)
+	}
+	e, err := s.store.AuditEntryByID(c.Request().Context(), id)
+	if err != nil {
+		return models.AuditEntry{}, err
+	}
+	if shown := s.auditShown(c, []models.AuditEntry{e}); len(shown) == 1 {
+		return shown[0], nil
+	}
+	return models.AuditEntry{}, s.deny(c, principalOf(c), gateAdmin)
+}
+
 // auditPage is GET /audit: who did what, filterable by actor, action,
-// target and day; newest first, keyset by id.
+// target and day; newest first, keyset by id. A non-admin sees the
+// operational entries only, and the page says so.
 func (s *server) auditPage(c *echo.Context) error {
 	p := s.page(c, "audit.title", "audit")
 	ctx := c.Request().Context()
+	whole := isAdmin(c)
 	v := views.AuditView{Actor: strings.TrimSpace(c.QueryParam("actor")), Action: c.QueryParam("action"),
-		Target: strings.TrimSpace(c.QueryParam("target")), From: c.QueryParam("from"), To: c.QueryParam("to")}
-	actions, err := s.store.AuditActions(ctx)
+		Target: strings.TrimSpace(c.QueryParam("target")), From: c.QueryParam("from"), To: c.QueryParam("to"), Operational: !whole}
+	actions, err := s.store.AuditActions(ctx, !whole)
 	if err != nil {
 		return err
 	}
 	v.Actions = actions
-	f := models.AuditFilter{Actor: v.Actor, Target: v.Target, Limit: 50}
+	f := models.AuditFilter{Actor: v.Actor, Target: v.Target, Operational: !whole, Limit: 50}
 	status := http.StatusOK
 	bad := func(key string) {
 		if v.Error == "" {
@@ -74,7 +112,7 @@ func (s *server) auditPage(c *echo.Context) error {
 	if v.Total, v.Over, err = s.store.CountAudit(ctx, f, models.OrderCountCap); err != nil {
 		return err
 	}
-	for _, e := range rows {
+	for _, e := range s.auditShown(c, rows) {
 		v.Rows = append(v.Rows, s.auditRow(e, p))
 	}
 	filter := []string{"actor", v.Actor, "action", v.Action, "target", v.Target, "from", v.From, "to", v.To}
@@ -94,23 +132,15 @@ func (s *server) auditRow(e models.AuditEntry, p views.Page) views.AuditRow {
 		IP: e.IP, RequestID: e.RequestID, UserAgent: e.UserAgent}
 }
 
-// auditEntryPage is GET /audit/{id}: one entry, whole.
+// auditEntryPage is GET /audit/{id}: one entry, whole for an admin; an
+// operational one, without request metadata, for anyone else.
 func (s *server) auditEntryPage(c *echo.Context) error {
 	p := s.page(c, "audit.entry.title", "audit")
-	raw := c.Param("id")
-	id, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || id <= 0 {
-		return invalidf("an audit entry id is a positive whole number, not %q", raw)
-	}
-	// The newest entry below id+1 is the entry id, if it exists.
-	rows, _, err := s.store.AuditLog(c.Request().Context(), models.AuditFilter{Before: id + 1, Limit: 1})
+	e, err := s.auditEntry(c)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 || rows[0].ID != id {
-		return models.ErrNotFound
-	}
-	return render(c, http.StatusOK, views.AuditEntryPage(p, s.auditRow(rows[0], p)))
+	return render(c, http.StatusOK, views.AuditEntryPage(p, s.auditRow(e, p)))
 }
 
 // auditTargetURL links an audit target to its page, when it has one that

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -218,9 +219,8 @@ func TestAuditPagination(t *testing.T) {
 	})
 }
 
-// A viewer reads the audit log, but user: and token: targets link to
-// pages only an admin may open, so for a viewer they are plain text;
-// order targets link for everyone.
+// Targets link to their pages: user: and token: ones (which only an admin
+// sees) to the admin pages, order and ticket ones for everyone.
 func TestAuditPageViewerLinks(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
@@ -231,8 +231,6 @@ func TestAuditPageViewerLinks(t *testing.T) {
 			who       *identity
 			row, link string // "" link: the target is plain text
 		}{
-			{v, "alice-create", ""},
-			{v, "bob-token", ""},
 			{v, "alice-rerun", "/orders/A1"},
 			{v, "bob-ack", "/recon/diffs/3"},
 			{b.who, "alice-create", "/admin/users"},
@@ -258,11 +256,120 @@ func TestAuditPageViewerLinks(t *testing.T) {
 		row := auditRowOf(body, s["erp-rerun"])
 		checkText(t, row, "audit-actor", "token:erp 运维")
 		checkText(t, row, "audit-role", "运维")
-		checkText(t, row, "audit-ip", "198.51.100.4")
-		checkText(t, row, "audit-request-id", "请求 req-erp-rerun")
 		if n := countAudit(t, b, "denied"); n != 0 {
 			t.Errorf("a viewer reading the audit log was denied %d times", n)
 		}
+	})
+}
+
+// One audit policy for the pages, the API and the order chain: a viewer
+// or an operator sees the operational entries (orders, tasks, tickets,
+// jobs, resources) without the request's address, user agent and id, is
+// refused 403 an admin-only entry (users, tokens, sign-ins, refusals) by
+// id, and the list says it is limited; an admin sees everything, whole.
+func TestAuditPolicy(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		seedShop(t, b)
+		s := seedAudit(t, b)
+		add := func(name, action, target string) {
+			try(t, name, b.s.RecordAudit(b.ctx, models.AuditEntry{Actor: "mallory", Action: action, Target: target,
+				Outcome: "denied", IP: "198.51.100.4", RequestID: "req-" + name, UserAgent: "agent-" + name}))
+			var e models.AuditEntry
+			try(t, "read "+name, b.s.R.Where("request_id = ?", "req-"+name).Take(&e).Error)
+			s[name] = e.ID
+		}
+		add("denied", "denied", "route:GET /admin/users")
+		add("login", "login", "user:mallory")
+		add("summary", models.RefusedSummaryAction, models.RefusedSummaryKind+":mallory")
+		add("chain", "order.refund", "order:held-1")
+		operational := s.ids("alice-rerun", "bob-ack", "erp-rerun", "pct", "under", "plain", "upper", "chain")
+		adminOnly := []string{"alice-create", "bob-token", "denied", "login", "summary"}
+		// The entries seedShop's set-up wrote are operational too.
+		var setUp []int64
+		try(t, "set-up entries", b.s.R.Raw(`SELECT id FROM audit_log WHERE actor = 'test' ORDER BY id DESC`).Scan(&setUp).Error)
+		operational = append(operational, setUp...)
+
+		viewer, err := b.signIn("vera", auth.RoleViewer)
+		try(t, "vera", err)
+		operator, err := b.signIn("otto", auth.RoleOperator)
+		try(t, "otto", err)
+		for _, who := range []*identity{viewer, operator} {
+			as := b.as(who)
+			body := getPage(t, as, "/audit", false, http.StatusOK)
+			if got := auditIDs(body); !reflect.DeepEqual(got, operational) {
+				t.Errorf("%s lists %v, want %v", who.name, got, operational)
+			}
+			requireElement(t, body, "audit-scope", true)
+			if got, want := markupText(testidElement(body, "audit-total")), fmt.Sprintf("共 %d 条", len(operational)); got != want {
+				t.Errorf("%s's total = %q, want %q", who.name, got, want)
+			}
+			requireElement(t, body, "audit-ip", false)
+			requireElement(t, body, "audit-request-id", false)
+			if strings.Contains(body, "198.51.100.4") || strings.Contains(body, "req-") {
+				t.Errorf("%s's audit list shows request metadata", who.name)
+			}
+			if strings.Contains(testidElement(body, "audit-f-action"), `value="user_create"`) {
+				t.Errorf("%s is offered the user_create filter", who.name)
+			}
+			api, _ := readAll[models.AuditEntry](t, as, "/api/v1/audit", 200)
+			var ids []int64
+			for _, e := range api {
+				ids = append(ids, e.ID)
+				if e.IP != "" || e.RequestID != "" || e.UserAgent != "" {
+					t.Errorf("%s reads entry %d with its metadata: %+v", who.name, e.ID, e)
+				}
+			}
+			if !reflect.DeepEqual(ids, operational) {
+				t.Errorf("%s reads %v through the API, want %v", who.name, ids, operational)
+			}
+			for _, name := range adminOnly {
+				before := countAudit(t, b, "denied")
+				getPage(t, as, fmt.Sprintf("/audit/%d", s[name]), false, http.StatusForbidden)
+				wantError(t, as.call(http.MethodGet, fmt.Sprintf("/api/v1/audit/%d", s[name]), ""), http.StatusForbidden, "FORBIDDEN")
+				if got := countAudit(t, b, "denied") - before; got != 2 {
+					t.Errorf("%s's two refused reads of %s wrote %d denied rows, want 2", who.name, name, got)
+				}
+			}
+			entry := getPage(t, as, fmt.Sprintf("/audit/%d", s["chain"]), false, http.StatusOK)
+			requireElement(t, entry, "audit-ip", false)
+			one := decodeStrict[models.AuditEntry](t, as.call(http.MethodGet, fmt.Sprintf("/api/v1/audit/%d", s["chain"]), ""))
+			if one.ID != s["chain"] || one.IP != "" || one.RequestID != "" || one.UserAgent != "" {
+				t.Errorf("%s reads the order's entry as %+v", who.name, one)
+			}
+			// The order's chain shows its entry, without the address.
+			chain := getPage(t, as, "/orders/held-1", false, http.StatusOK)
+			if !strings.Contains(chain, fmt.Sprintf("#%d", s["chain"])) || strings.Contains(chain, "198.51.100.4") {
+				t.Errorf("%s's chain page lacks entry %d or shows its address", who.name, s["chain"])
+			}
+			for _, path := range []string{"/api/v1/orders/held-1/chain", "/api/v1/orders/held-1"} {
+				var ch struct {
+					Audit []models.AuditEntry `json:"audit"`
+				}
+				try(t, path, json.Unmarshal(as.call(http.MethodGet, path, "").Body.Bytes(), &ch))
+				if len(ch.Audit) != 1 || ch.Audit[0].ID != s["chain"] || ch.Audit[0].IP != "" || ch.Audit[0].RequestID != "" {
+					t.Errorf("%s's %s has audit %+v", who.name, path, ch.Audit)
+				}
+			}
+		}
+
+		// An admin sees every entry, whole, and no note of a limit.
+		body := getPage(t, b, "/audit", false, http.StatusOK)
+		requireElement(t, body, "audit-scope", false)
+		for _, name := range adminOnly {
+			if auditRowOf(body, s[name]) == "" {
+				t.Errorf("the admin's list lacks %s", name)
+			}
+			one := decodeStrict[models.AuditEntry](t, b.call(http.MethodGet, fmt.Sprintf("/api/v1/audit/%d", s[name]), ""))
+			if one.IP != "198.51.100.4" || one.RequestID != "req-"+name {
+				t.Errorf("the admin reads %s as %+v", name, one)
+			}
+		}
+		checkText(t, getPage(t, b, fmt.Sprintf("/audit/%d", s["login"]), false, http.StatusOK), "audit-ip", "198.51.100.4")
+		if chain := getPage(t, b, "/orders/held-1", false, http.StatusOK); !strings.Contains(chain, "198.51.100.4") {
+			t.Error("the admin's chain page lacks the entry's address")
+		}
+		getPage(t, b, fmt.Sprintf("/audit/%d", s["login"]+1000), false, http.StatusNotFound)
 	})
 }
 

@@ -157,6 +157,7 @@ func (s *server) orderChain(c *echo.Context) error {
 	if err != nil {
 		return s.orderNotFound(c, no, err)
 	}
+	ch.Audit = s.auditShown(c, ch.Audit)
 	var tickets []models.OpenTicket
 	if len(diffs) > 0 {
 		keys := make([]models.ResourceKey, 0, len(diffs))

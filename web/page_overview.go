@@ -46,8 +46,9 @@ func (s *server) overview(c *echo.Context) error {
 		return err
 	}
 	var diffsAt time.Time
+	var skipped int64
 	if last != nil {
-		diffsAt = last.StartedAt
+		diffsAt, skipped = last.StartedAt, last.Skipped()
 	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
 	done := []models.TaskStatus{models.TaskDone}
@@ -59,6 +60,7 @@ func (s *server) overview(c *echo.Context) error {
 		Retry:         h.Retry,
 		Diffs:         diffs,
 		DiffsAt:       diffsAt,
+		DiffsSkipped:  skipped,
 		DayDuplicates: h.LastDay.Duplicates,
 		Range:         string(rng),
 		LiveEvery:     views.LiveEvery,
@@ -144,6 +146,9 @@ func (s *server) overview(c *echo.Context) error {
 	for _, a := range h.RecentDuplicates {
 		v.Duplicates = append(v.Duplicates, views.OverviewDuplicate{TaskID: a.TaskID, OrderNo: a.OrderNo,
 			Type: string(a.ResourceType), Worker: a.Worker, At: a.FinishedAt})
+	}
+	if v.Forwarded, err = s.forwardedBanner(ctx, isAdmin(c)); err != nil {
+		return err
 	}
 	return render(c, http.StatusOK, views.OverviewPage(s.page(c, "overview.title", "overview"), v))
 }

@@ -100,15 +100,28 @@ func reconURL(f views.ReconFilter, after string) string {
 
 // reconRunRow maps a run to its row.
 func reconRunRow(r models.ReconRun) views.ReconRunRow {
-	return views.ReconRunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, Status: r.Status, Error: r.Error,
+	row := views.ReconRunRow{ID: r.ID, Trigger: r.Trigger, Actor: r.Actor, Status: r.Status, Error: r.Error,
 		StartedAt: r.StartedAt, FinishedAt: r.FinishedAt, Found: r.Found, Opened: r.Opened, Closed: r.Closed}
+	for _, c := range r.Coverage {
+		cr := views.ReconCoverageRow{Resource: string(c.ResourceType), Compared: c.Compared, NotOffered: !c.HeldOffered}
+		for _, why := range models.SkipReasons {
+			if n := c.SkippedBy(why); n > 0 {
+				cr.Skipped = append(cr.Skipped, views.ReconSkip{Reason: string(why), N: n})
+			}
+		}
+		row.Coverage = append(row.Coverage, cr)
+	}
+	return row
 }
 
 // reconTicketRow maps a ticket to its row; runs names the runs it was seen in.
 func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.ReconRun) views.ReconTicketRow {
 	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: s.store.KeyPage(d.ResourceType, d.BizKey),
 		Check: d.CheckName, Expected: d.Expected, Actual: d.Actual, Sign: d.Sign, Status: d.Status,
-		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed}
+		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed, Kind: d.Kind, Streak: d.Streak}
+	if d.Reasons != "" {
+		r.Reasons = strings.Split(d.Reasons, ",")
+	}
 	for _, c := range d.Checks {
 		r.Checks = append(r.Checks, views.ReconCheck{Check: c.Check, Expected: c.Expected, Actual: c.Actual})
 	}
@@ -346,7 +359,11 @@ func reconHistory(d *models.DiffTicket, audit []models.AuditEntry, runs map[int6
 		evs = append(evs, views.ReconEvent{At: a.CreatedAt, Kind: kind, Actor: a.Actor, Note: a.Reason})
 	}
 	if d.AutoClosed && d.ResolvedAt != nil {
-		evs = append(evs, views.ReconEvent{At: *d.ResolvedAt, Kind: "auto", Run: closedBy})
+		kind := "auto"
+		if d.Kind == models.TicketUnchecked && closedBy != 0 {
+			kind = "compared"
+		}
+		evs = append(evs, views.ReconEvent{At: *d.ResolvedAt, Kind: kind, Run: closedBy})
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].At.Before(evs[j].At) })
 	return evs

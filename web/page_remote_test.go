@@ -27,7 +27,7 @@ func rmBundle(t *testing.T, d models.Dialect) (bundle, *remotetest.Service) {
 	svc.SetAvailable("card-1", 1000)
 	srv := httptest.NewServer(svc)
 	t.Cleanup(srv.Close)
-	client, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL})
+	client, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,4 +154,83 @@ func TestOrderChainRemoteHold(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A remote type's page and GET /api/v1/resources show its service: the
+// URL, the timeout, whether a token is sent (never the token), and a type
+// declared strict: false marked 未验证应答 / unverified answers where a
+// strict one is verified. Breaks if strictness were not shown, or shown
+// for the wrong type.
+func TestRemoteTypeShowsUnverifiedAnswers(t *testing.T) {
+	t.Parallel()
+	const voucher models.ResourceType = "voucher"
+	open := func(t *testing.T, d models.Dialect) bundle {
+		srv := httptest.NewServer(remotetest.New(remotetest.Options{NoEcho: true, Token: "s3cret"}))
+		t.Cleanup(srv.Close)
+		strict, err := remote.New(remote.Config{Type: string(rmCard), URL: srv.URL, Strict: true})
+		try(t, "client", err)
+		loose, err := remote.New(remote.Config{Type: string(voucher), URL: srv.URL + "/v1", Timeout: 1500 * time.Millisecond,
+			Token: "s3cret"})
+		try(t, "client", err)
+		clock := modelstest.NewClock()
+		s := modelstest.Open(t, d, models.Options{Now: clock.Now, Remote: []models.RemoteType{
+			{Type: rmCard, Label: models.Label{Zh: "礼品卡", En: "Gift card"}, Client: strict},
+			{Type: voucher, Label: models.Label{Zh: "代金券", En: "Voucher"}, Client: loose}}})
+		return newBundle(s, clock)
+	}
+	eachEngineWith(t, open, func(t *testing.T, b bundle) {
+		rec := b.call("GET", "/resources/voucher", "")
+		body := rec.Body.String()
+		if rec.Code != http.StatusOK {
+			t.Fatalf("GET /resources/voucher = %d %s", rec.Code, body)
+		}
+		if got, _ := testidText(body, "res-unverified"); got != "未验证应答" {
+			t.Errorf("voucher's answers %q, want 未验证应答", got)
+		}
+		if got, _ := testidText(body, "res-remote-timeout"); got != "1.5s" {
+			t.Errorf("voucher's timeout %q, want 1.5s", got)
+		}
+		if got, _ := testidText(body, "res-remote-url"); !strings.HasSuffix(got, "/v1") {
+			t.Errorf("voucher's URL %q, want the declared one", got)
+		}
+		if strings.Contains(body, "s3cret") {
+			t.Error("the page shows the token")
+		}
+		body = b.call("GET", "/resources/giftcard", "").Body.String()
+		if _, ok := testidText(body, "res-unverified"); ok {
+			t.Error("a strict type is marked unverified")
+		}
+		if _, ok := testidText(body, "res-verified"); !ok {
+			t.Error("a strict type is not shown verified")
+		}
+
+		rec = b.call("GET", "/api/v1/resources", "")
+		if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "s3cret") {
+			t.Fatalf("GET /api/v1/resources = %d %s; want 200 without the token", rec.Code, rec.Body)
+		}
+		type service struct {
+			URL               string `json:"url"`
+			TimeoutMS         int64  `json:"timeout_ms"`
+			Token             bool   `json:"token"`
+			UnverifiedAnswers bool   `json:"unverified_answers"`
+		}
+		v := decodeStrict[struct {
+			Types []struct {
+				Type    models.ResourceType `json:"type"`
+				Kind    models.ResourceKind `json:"kind"`
+				Service *service            `json:"service"`
+			} `json:"types"`
+		}](t, rec)
+		services := map[models.ResourceType]*service{}
+		for _, tv := range v.Types {
+			if tv.Kind == models.KindRemote {
+				services[tv.Type] = tv.Service
+			}
+		}
+		gc, vc := services[rmCard], services[voucher]
+		if len(services) != 2 || gc == nil || vc == nil || gc.UnverifiedAnswers || !vc.UnverifiedAnswers ||
+			gc.Token || !vc.Token || vc.TimeoutMS != 1500 {
+			t.Fatalf("remote types in the API: %+v; want giftcard verified, voucher unverified with a token and 1500 ms", services)
+		}
+	})
 }

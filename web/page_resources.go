@@ -33,6 +33,13 @@ func (s *server) declaredParam(c *echo.Context) (t models.ResourceType, ok bool)
 	return models.ResourceType(name), slices.Contains(s.counters, name)
 }
 
+// remoteType shows a remote type's service: its URL, timeout, whether a
+// token is sent, and whether its answers are verified.
+func (s *server) remoteType(c *echo.Context, t models.ResourceType, rs models.RemoteService) error {
+	v := views.RemoteTypeView{Type: string(t), URL: rs.URL, Timeout: rs.Timeout, Token: rs.Token, Strict: rs.Strict}
+	return render(c, http.StatusOK, views.RemoteTypePage(s.page(c, string(t), "resources"), v))
+}
+
 // resourceNotFound answers 404 with why: a key the declared type lacks
 // (key set), or a type that is built in or unknown.
 func (s *server) resourceNotFound(c *echo.Context, t models.ResourceType, key string) error {
@@ -44,10 +51,14 @@ func (s *server) resourceNotFound(c *echo.Context, t models.ResourceType, key st
 }
 
 // resourceList is GET /resources/:type: one page of the type's keys, those
-// starting with a prefix when one is given.
+// starting with a prefix when one is given; for a remote type, its
+// service's settings (remoteType).
 func (s *server) resourceList(c *echo.Context) error {
 	t, ok := s.declaredParam(c)
 	if !ok {
+		if rs, remote := s.store.RemoteService(t); remote {
+			return s.remoteType(c, t, rs)
+		}
 		return s.resourceNotFound(c, t, "")
 	}
 	prefix, after := ledgerParam(c, "prefix"), c.QueryParam("after")

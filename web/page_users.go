@@ -176,14 +176,15 @@ var errBadRole = &models.Error{Code: "BAD_ROLE", Message: "no such role"}
 var errSelf = &models.Error{Code: "SELF", Message: "admins change their own password on the password page, and cannot change their own role or disable themselves"}
 
 // refusal answers a refused admin action: one audit row with outcome
-// "refused" and why, then a flash on the page at to. An error that is not
+// "refused" and why (past the first few of the actor in a minute, counted:
+// see auditRefusal), then a flash on the page at to. An error that is not
 // a refusal of the models is returned as it is.
 func (s *server) refusal(c *echo.Context, to, action, target string, err error) error {
 	var me *models.Error
 	if !errors.As(err, &me) {
 		return err
 	}
-	aerr := s.store.RecordAudit(c.Request().Context(), models.AuditEntry{Actor: actor(c), Action: action,
+	aerr := s.auditRefusal(c.Request().Context(), models.AuditEntry{Actor: actor(c), Action: action,
 		Target: target, Outcome: "refused", Detail: me.Code + ": " + err.Error()})
 	if aerr != nil {
 		return aerr

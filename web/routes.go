@@ -60,6 +60,9 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, "/recon/diffs/:id/resolve", gateOperator, s.reconResolve)
 	add(get, "/jobs", gateViewer, s.jobsPage)
 	add(post, "/jobs/:name/run", gateOperator, s.jobRunNow)
+	// Any role reads the audit log; a non-admin its operational entries
+	// only (orders, tasks, tickets, jobs, resources), without request
+	// metadata: see auditShown.
 	add(get, "/audit", gateViewer, s.auditPage)
 	add(get, "/audit/:id", gateViewer, s.auditEntryPage)
 	add(get, "/search", gateViewer, s.search)
@@ -79,6 +82,7 @@ func (s *server) routes(e *echo.Echo) {
 	const api = "/api/v1"
 	add(put, api+"/skus/:sku_id", gateOperator, s.putSKU)
 	add(get, api+"/skus/:sku_id", gateViewer, s.getSKU)
+	add(get, api+"/resources", gateViewer, s.listResourceTypes)
 	add(put, api+"/resources/:type/:key", gateOperator, s.putCounter)
 	add(get, api+"/resources/:type/:key", gateViewer, s.getCounter)
 	add(post, api+"/coupons", gateOperator, s.createCoupon)
@@ -108,6 +112,9 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, api+"/tasks/:id/abandon", gateAdmin, s.taskAbandonAPI)
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
-	add(get, api+"/audit", gateAdmin, s.apiAudit)
+	// The audit log's policy is the pages': any role reads it, a
+	// non-admin its operational entries only, without request metadata.
+	add(get, api+"/audit", gateViewer, s.apiAudit)
+	add(get, api+"/audit/:id", gateViewer, s.apiAuditEntry)
 	add(get, api+"/openapi.json", gateViewer, s.openAPI())
 }

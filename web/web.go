@@ -5,6 +5,7 @@
 package web
 
 import (
+	"context"
 	"log/slog"
 	"net"
 	"slices"
@@ -49,6 +50,10 @@ type Deps struct {
 	// the client is the connection's address and forwarding headers are
 	// ignored.
 	TrustedProxies []*net.IPNet
+	// AtShutdown, when set, is handed what the server must do once it has
+	// stopped serving and before the database closes: write the summaries
+	// of the refused requests it counted this minute. The caller runs it.
+	AtShutdown func(func(context.Context))
 	// Hosts are the Host header values the server answers to (host, or
 	// host:port, as browsers send it); any other is refused with 421
 	// MISDIRECTED, closing DNS rebinding. cmd/unhold always sets them (see
@@ -78,6 +83,9 @@ type server struct {
 
 	csrfMu     sync.Mutex
 	csrfSecret []byte // see csrfKey
+
+	refusals  refusalCounter
+	forwarded *forwardedWatch // nil when proxies are trusted
 }
 
 // New builds the echo server with every route in routes.go.
@@ -107,6 +115,17 @@ func New(d Deps) *echo.Echo {
 		}
 	}
 	slices.Sort(s.counters)
+	if len(d.TrustedProxies) == 0 {
+		s.forwarded = &forwardedWatch{}
+		s.warnForwardedAtStart()
+	}
+	if d.AtShutdown != nil {
+		d.AtShutdown(func(ctx context.Context) {
+			if err := s.writeSummaries(ctx, s.refusals.takeAll()); err != nil {
+				log.Error("audit refused-request summaries at shutdown", slog.Any("err", err))
+			}
+		})
+	}
 	e := echo.NewWithConfig(echo.Config{
 		Logger:           log,
 		HTTPErrorHandler: s.handleError,
@@ -129,10 +148,11 @@ func New(d Deps) *echo.Echo {
 	// both before routing, authentication or any database work.
 	e.Pre(s.harden, s.boundedURI)
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true}))
-	// Who is asking, then storable text only, then CSRF (which audits a
-	// refusal in their name), then whether their role passes the route's
-	// gate.
-	e.Use(s.authenticate, s.plainText, s.csrf, s.authorize)
+	// The last minute's refusal summaries and forwarding headers no proxy
+	// is trusted for, then who is asking, then storable text only, then
+	// CSRF (which audits a refusal in their name), then whether their role
+	// passes the route's gate.
+	e.Use(s.refusalSummaries, s.watchForwarded, s.authenticate, s.plainText, s.csrf, s.authorize)
 	s.routes(e)
 	return e
 }

@@ -218,13 +218,18 @@ func (c *chaosRun) killLoop(t *testing.T) {
 		for want := 1 + c.rng.IntN(2); len(c.live) < want; {
 			c.start(t)
 		}
-		i := c.rng.IntN(len(c.live))
+		delay := time.Duration(20+c.rng.IntN(281)) * time.Millisecond
+		// The victim is the first live worker seen holding leases: on
+		// SQLite one process may win the write lock claim after claim
+		// while the other waits, and a victim drawn at random could then
+		// sit idle until the backlog is gone.
+		i := c.waitLeasing(t)
+		if i < 0 {
+			i = c.rng.IntN(len(c.live))
+			t.Logf("no worker held a lease for 30 s (left: %s); killing %s anyway", c.progress(t), c.live[i].id)
+		}
 		victim := c.live[i]
 		c.live = append(c.live[:i], c.live[i+1:]...)
-		delay := time.Duration(20+c.rng.IntN(281)) * time.Millisecond
-		if !c.waitLeasing(t, victim) {
-			t.Logf("%s held no lease for 30 s (left: %s); killing it anyway", victim.id, c.progress(t))
-		}
 		time.Sleep(delay)
 		if err := victim.cmd.Process.Kill(); err != nil {
 			t.Fatalf("kill %s: %v", victim.id, err)
@@ -244,31 +249,35 @@ func (c *chaosRun) killLoop(t *testing.T) {
 		time.Since(start).Round(time.Millisecond))
 }
 
-// waitLeasing waits until w holds at least one task's lease, for at most
-// 30 s (a worker holds none while only retries not yet due are left).
-func (c *chaosRun) waitLeasing(t *testing.T, w *chaosWorker) bool {
+// waitLeasing waits until a live worker holds at least one task's lease,
+// for at most 30 s (none holds any while only retries not yet due are
+// left), and returns its index in c.live, or -1.
+func (c *chaosRun) waitLeasing(t *testing.T) int {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		// The condition of the partial index of leased tasks keeps this
-		// poll off the backlog's rows.
-		var n int64
-		err := c.s.R.WithContext(c.ctx).Model(&models.ReleaseTask{}).
-			Where("status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_owner LIKE ?", w.ownerLike()).
-			Count(&n).Error
-		if err != nil {
-			t.Fatal(err)
+		for i, w := range c.live {
+			// The condition of the partial index of leased tasks keeps
+			// this poll off the backlog's rows.
+			var n int64
+			err := c.s.R.WithContext(c.ctx).Model(&models.ReleaseTask{}).
+				Where("status IN ('PENDING','RETRY') AND lease_until IS NOT NULL AND lease_owner LIKE ?", w.ownerLike()).
+				Count(&n).Error
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return i
+			}
+			select {
+			case <-w.done:
+				t.Fatalf("unhold worker %s exited on its own; see its log", w.id)
+			default:
+			}
 		}
-		if n > 0 {
-			return true
-		}
-		select {
-		case <-w.done:
-			t.Fatalf("unhold worker %s exited on its own; see its log", w.id)
-		case <-time.After(20 * time.Millisecond):
-		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	return false
+	return -1
 }
 
 // deadLeased lists the waiting tasks whose lease a dead worker still holds.

@@ -116,7 +116,7 @@ func withDemoTypes(cfg config.Config, url string) config.Config {
 	}
 	if !has(demoGiftCard) {
 		rs = append(rs, config.DeclaredResource{Type: demoGiftCard, Kind: config.KindRemote,
-			Label: config.ResourceLabel{ZH: "礼品卡", EN: "Gift card"}, URL: url, Timeout: demoRemoteTimeout})
+			Label: config.ResourceLabel{ZH: "礼品卡", EN: "Gift card"}, URL: url, Timeout: demoRemoteTimeout, Strict: true})
 	}
 	cfg.Resources = rs
 	return cfg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"reflect"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestDemoAddsItsTypesUnlessDeclared(t *testing.T) {
 	if err != nil || d != nil {
 		t.Fatalf("with giftcard declared: %v, service %v", err, d)
 	}
-	if len(cfg.Resources) != 2 || cfg.Resources[0] != own || cfg.Resources[1].Type != demoGiftWrap {
+	if len(cfg.Resources) != 2 || !reflect.DeepEqual(cfg.Resources[0], own) || cfg.Resources[1].Type != demoGiftWrap {
 		t.Fatalf("with giftcard declared, types = %+v", cfg.Resources)
 	}
 }

@@ -82,6 +82,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return err
 	}
 	log := newLogger(cfg.LogFormat, stderr)
+	// What the resources file allows but weakens (strict: false,
+	// insecure_http: true) is said at every start, not only once.
+	for _, r := range cfg.Resources {
+		for _, w := range r.Warnings {
+			log.Warn("resources file: "+w, slog.String("resource_type", string(r.Type)))
+		}
+	}
 	switch cmd {
 	case "serve":
 		return serve(ctx, cfg, log, stdout, roleServe)
@@ -141,9 +148,10 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 // (docs/remote-resources.md).
 func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 	opt := models.Options{
-		Logger:  log,
-		Coupons: models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
-		Points:  models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
+		Logger:              log,
+		Coupons:             models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
+		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
+		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
@@ -151,7 +159,8 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 			opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: label})
 			continue
 		}
-		client, err := remote.New(remote.Config{Type: string(r.Type), URL: r.URL, Timeout: r.Timeout, Token: r.Token})
+		client, err := remote.New(remote.Config{Type: string(r.Type), URL: r.URL, Timeout: r.Timeout, Token: r.Token,
+			Strict: r.Strict})
 		if err != nil {
 			return opt, fmt.Errorf("resources: %w", err)
 		}
@@ -184,18 +193,36 @@ func reconcile(ctx context.Context, s *models.Store, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "run %d: %d diffs found, %d new tickets, %d closed automatically, in %s\n",
-		run.ID, run.Found, run.Opened, run.Closed, run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
 	open, err := s.ListDiffs(ctx, models.DiffFilter{Statuses: []string{models.DiffOpen, models.DiffAcked}, Limit: 1000})
 	if err != nil {
 		return err
 	}
+	return reconReport(out, run, open)
+}
+
+// reconReport prints a run and the open tickets, and fails while any is
+// open or the run left keys unchecked: a script that runs it must not
+// read a run that could not look as clean.
+func reconReport(out io.Writer, run *models.ReconRun, open []models.DiffTicket) error {
+	fmt.Fprintf(out, "run %d %s: %d diffs found, %d new tickets, %d closed automatically, in %s\n",
+		run.ID, run.Status, run.Found, run.Opened, run.Closed, run.FinishedAt.Sub(run.StartedAt).Round(time.Millisecond))
+	if run.Status == models.ReconPartial {
+		fmt.Fprintf(out, "partial: %s\n", run.Unchecked())
+	}
 	for _, d := range open {
+		if d.Kind == models.TicketUnchecked {
+			fmt.Fprintf(out, "#%d %s %s UNCHECKED %d runs in a row (%s) %s\n", d.ID, d.ResourceType, d.BizKey, d.Streak, d.Reasons, d.Status)
+			continue
+		}
 		fmt.Fprintf(out, "#%d %s %s %s expected %d actual %d (%+d) %s orders %s\n",
 			d.ID, d.ResourceType, d.BizKey, d.CheckName, d.Expected, d.Actual, d.Actual-d.Expected, d.Status, d.Orders)
 	}
-	if len(open) > 0 {
-		return fmt.Errorf("%d reconciliation ticket(s) open", len(open))
+	var errs []error
+	if run.Status == models.ReconPartial {
+		errs = append(errs, fmt.Errorf("the run was partial: %s", run.Unchecked()))
 	}
-	return nil
+	if len(open) > 0 {
+		errs = append(errs, fmt.Errorf("%d reconciliation ticket(s) open", len(open)))
+	}
+	return errors.Join(errs...)
 }

@@ -286,6 +286,32 @@ func TestReconcileCommand(t *testing.T) {
 	}
 }
 
+// A partial run fails unhold reconcile, saying what it could not check,
+// though it found no diff; an UNCHECKED ticket is listed as such.
+func TestReconReportPartial(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 12, 3, 2, 0, 0, 0, time.UTC)
+	end := start.Add(time.Second)
+	run := &models.ReconRun{ID: 7, Status: models.ReconPartial, StartedAt: start, FinishedAt: &end,
+		Coverage: []models.ReconCoverage{{ResourceType: "giftcard", Compared: 2, NoAnswer: 3, HeldOffered: true}}}
+	open := []models.DiffTicket{{ID: 4, Kind: models.TicketUnchecked, ResourceType: "giftcard", BizKey: "GC-1",
+		CheckName: models.CheckUnchecked, Streak: 3, Reasons: "NO_ANSWER", Status: models.DiffOpen}}
+	var out strings.Builder
+	err := reconReport(&out, run, open)
+	for _, want := range []string{"run 7 PARTIAL: 0 diffs found", "giftcard 3 keys not checked", "#4 giftcard GC-1 UNCHECKED 3 runs in a row (NO_ANSWER) OPEN"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "the run was partial") {
+		t.Errorf("err = %v, want the run was partial", err)
+	}
+	run.Status, run.Coverage = models.ReconDone, nil
+	if err := reconReport(io.Discard, run, nil); err != nil {
+		t.Errorf("a DONE run with no ticket: %v", err)
+	}
+}
+
 // migratedSQLite is a migrated SQLite store (a copy of the template, see
 // modelstest.MigratedDSN), closed when the test ends, and the file's path
 // for the processes the test starts on it.

@@ -97,7 +97,7 @@ func TestRemoteWorkerKilledAfterCall(t *testing.T) {
 		if err := os.WriteFile(resources, []byte(yaml), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL})
+		client, err := remote.New(remote.Config{Type: "giftcard", URL: srv.URL, Strict: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -130,6 +130,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 	var srv *http.Server
 	var ln net.Listener
+	var flushWeb func(context.Context) // see web.Deps.AtShutdown
 	scheme := "http"
 	switch {
 	case r.http:
@@ -141,7 +142,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		listening.Addr = ln.Addr().String()
 		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts()}))
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 			if err != nil {
@@ -196,6 +197,13 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if err := srv.Shutdown(shutCtx); err != nil {
 			log.Error("http shutdown", slog.Any("err", err))
 		}
+		if flushWeb != nil {
+			// A time of its own: a slow request may have used up the
+			// shutdown's, and the refusals it sums up would be lost.
+			flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			flushWeb(flushCtx)
+		}
 	}
 	return nil
 }
@@ -225,7 +233,11 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed), nil
+		sum := fmt.Sprintf("run %d: %d diffs, %d new tickets, %d closed", run.ID, run.Found, run.Opened, run.Closed)
+		if run.Status == models.ReconPartial {
+			sum += "; partial: " + run.Unchecked()
+		}
+		return sum, nil
 	}
 	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,

@@ -223,17 +223,31 @@ func buildPGTemplate(ctx context.Context, conn *sql.Conn, base, name string) err
 	if err := migrateDB(ctx, dsn); err != nil {
 		return err
 	}
+	if _, err := conn.ExecContext(ctx, "COMMENT ON DATABASE "+building+" IS '"+builtComment(time.Now())+"'"); err != nil {
+		return err
+	}
 	_, err = conn.ExecContext(ctx, "ALTER DATABASE "+building+" RENAME TO "+name)
 	return err
 }
 
-// retireOldPGTemplates drops the templates of other migration sets, so
-// they do not pile up as migrations are added. One still being copied by
-// another run's CREATE DATABASE refuses the drop, which is ignored: the
-// next build tries again.
+// builtComment is a template's comment: when it was built, in a form
+// whose text order is time order.
+func builtComment(t time.Time) string { return "built " + t.UTC().Format("2006-01-02T15:04:05Z") }
+
+// templateKept is how long a template of other migrations is kept: another
+// checkout of another commit may be running its tests from it now.
+const templateKept = 24 * time.Hour
+
+// retireOldPGTemplates drops the templates of other migration sets built
+// over templateKept ago (or with no date), so they do not pile up as
+// migrations are added while two checkouts of different migrations can
+// test side by side. One still being copied by another run's CREATE
+// DATABASE refuses the drop, which is ignored: the next build tries again.
 func retireOldPGTemplates(ctx context.Context, conn *sql.Conn, prefix, keep string) {
-	rows, err := conn.QueryContext(ctx, "SELECT datname FROM pg_database WHERE starts_with(datname, $1) AND datname <> $2",
-		prefix, keep)
+	rows, err := conn.QueryContext(ctx, `SELECT d.datname FROM pg_database d
+		LEFT JOIN pg_shdescription c ON c.objoid = d.oid AND c.classoid = 'pg_database'::regclass
+		WHERE starts_with(d.datname, $1) AND d.datname <> $2 AND COALESCE(c.description, '') < $3`,
+		prefix, keep, builtComment(time.Now().Add(-templateKept)))
 	if err != nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"unhold/models"
 )
@@ -90,11 +91,19 @@ func TestPGTemplateRebuildsAndRetires(t *testing.T) {
 	prefix := "unhold_tmpltest_" + randomName() + "_"
 	name := prefix + mustHash(t, models.Postgres)
 	stale, halfBuilt := prefix+"0000000000000000", name+"_building"
-	for _, db := range []string{stale, halfBuilt, name} {
+	old, recent := prefix+"1111111111111111", prefix+"2222222222222222"
+	for _, db := range []string{stale, halfBuilt, name, old, recent} {
 		t.Cleanup(func() { dropPG(base, "DATABASE IF EXISTS "+db+" WITH (FORCE)") })
 	}
-	for _, db := range []string{stale, halfBuilt} {
+	for _, db := range []string{stale, halfBuilt, old, recent} {
 		if err := execPG(base, "CREATE DATABASE "+db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Another checkout's template of other migrations, built an hour ago,
+	// is in use; one built two days ago is not.
+	for db, built := range map[string]time.Duration{old: 48 * time.Hour, recent: time.Hour} {
+		if err := execPG(base, "COMMENT ON DATABASE "+db+" IS '"+builtComment(time.Now().Add(-built))+"'"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -110,7 +119,7 @@ func TestPGTemplateRebuildsAndRetires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer admin.Close()
-	for db, want := range map[string]bool{name: true, stale: false, halfBuilt: false} {
+	for db, want := range map[string]bool{name: true, stale: false, halfBuilt: false, old: false, recent: true} {
 		var n int
 		if err := admin.QueryRow("SELECT count(*) FROM pg_database WHERE datname = $1", db).Scan(&n); err != nil {
 			t.Fatal(err)

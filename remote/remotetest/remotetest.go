@@ -28,6 +28,10 @@ type Options struct {
 	NoHolds bool
 	// Seed seeds the draws of Faults' rates, so that a run repeats.
 	Seed uint64
+	// NoEcho leaves idempotency_key out of the answers to lock, deduct
+	// and release, as a service written before the protocol asked for it
+	// (a type declared strict: false).
+	NoEcho bool
 }
 
 // Faults are the failures a Service injects, each drawn for each request
@@ -272,13 +276,21 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 		return answer(http.StatusBadRequest, "BAD_BODY",
 			"the body needs idempotency_key, order_no, type, key, qty, epoch and trigger")
 	}
+	// Every answer from here on echoes the call's key, so that the caller
+	// can tell it is the answer to its own call.
+	reply := func(status int, code, message string) (int, string) {
+		if s.opts.NoEcho {
+			return answer(status, code, message)
+		}
+		return echo(status, code, message, *c.IdempotencyKey)
+	}
 	switch {
 	case *c.IdempotencyKey == "" || r.Header.Get("Idempotency-Key") != *c.IdempotencyKey:
-		return answer(http.StatusBadRequest, "KEY_MISMATCH", "the Idempotency-Key header and idempotency_key differ or are empty")
+		return reply(http.StatusBadRequest, "KEY_MISMATCH", "the Idempotency-Key header and idempotency_key differ or are empty")
 	case *c.OrderNo == "" || *c.Type == "" || *c.Key == "" || *c.Trigger == "":
-		return answer(http.StatusBadRequest, "BAD_BODY", "order_no, type, key and trigger must not be empty")
+		return reply(http.StatusBadRequest, "BAD_BODY", "order_no, type, key and trigger must not be empty")
 	case *c.Qty <= 0 || *c.Epoch < 0:
-		return answer(http.StatusBadRequest, "BAD_BODY", "qty must be positive and epoch not negative")
+		return reply(http.StatusBadRequest, "BAD_BODY", "qty must be positive and epoch not negative")
 	}
 	req := request{op: op, orderNo: *c.OrderNo, typ: *c.Type, key: *c.Key, qty: *c.Qty, epoch: *c.Epoch}
 	id := holdID{orderNo: req.orderNo, key: req.key, epoch: req.epoch}
@@ -287,9 +299,9 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 	defer s.mu.Unlock()
 	if prev, ok := s.done[*c.IdempotencyKey]; ok {
 		if prev != req {
-			return answer(http.StatusUnprocessableEntity, "KEY_REUSED", "this idempotency key was used for another call")
+			return reply(http.StatusUnprocessableEntity, "KEY_REUSED", "this idempotency key was used for another call")
 		}
-		return answer(http.StatusConflict, "ALREADY_DONE", "done before with this idempotency key")
+		return reply(http.StatusConflict, "ALREADY_DONE", "done before with this idempotency key")
 	}
 	st := s.stockOf(req.key)
 	held, locked := s.holds[id]
@@ -298,13 +310,13 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 	case "lock":
 		switch {
 		case s.empty[id]:
-			return answer(http.StatusConflict, "RELEASED_BEFORE_LOCK",
+			return reply(http.StatusConflict, "RELEASED_BEFORE_LOCK",
 				fmt.Sprintf("order %s released %s (epoch %d) before locking it: no lock may follow", req.orderNo, req.key, req.epoch))
 		case locked:
-			return answer(http.StatusConflict, "LOCKED",
+			return reply(http.StatusConflict, "LOCKED",
 				fmt.Sprintf("order %s has locked %s (epoch %d) already", req.orderNo, req.key, req.epoch))
 		case st.Available < req.qty:
-			return answer(http.StatusUnprocessableEntity, "SHORT",
+			return reply(http.StatusUnprocessableEntity, "SHORT",
 				fmt.Sprintf("%d of %s asked, %d available", req.qty, req.key, st.Available))
 		}
 		st.Available -= req.qty
@@ -312,7 +324,7 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 		s.holds[id] = req.qty
 	case "deduct":
 		if held < req.qty {
-			return answer(http.StatusUnprocessableEntity, "NOT_HELD",
+			return reply(http.StatusUnprocessableEntity, "NOT_HELD",
 				fmt.Sprintf("order %s holds %d of %s (epoch %d), not %d", req.orderNo, held, req.key, req.epoch, req.qty))
 		}
 		st.Held -= req.qty
@@ -325,7 +337,7 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 			s.empty[id] = true
 			code = "EMPTY_ROLLBACK"
 		case held < req.qty:
-			return answer(http.StatusUnprocessableEntity, "NOT_HELD",
+			return reply(http.StatusUnprocessableEntity, "NOT_HELD",
 				fmt.Sprintf("order %s holds %d of %s (epoch %d), not %d", req.orderNo, held, req.key, req.epoch, req.qty))
 		default:
 			st.Held -= req.qty
@@ -334,7 +346,7 @@ func (s *Service) call(w http.ResponseWriter, r *http.Request, op string) (int, 
 		}
 	}
 	s.done[*c.IdempotencyKey] = req
-	return answer(http.StatusOK, code, "")
+	return reply(http.StatusOK, code, "")
 }
 
 // holdsOf answers GET /holds/{key}: every key is known, one never set
@@ -358,6 +370,16 @@ func answer(status int, code, message string) (int, string) {
 		Code    string `json:"code"`
 		Message string `json:"message,omitempty"`
 	}{code, message})
+	return status, string(b)
+}
+
+// echo is answer with the call's idempotency key echoed.
+func echo(status int, code, message, key string) (int, string) {
+	b, _ := json.Marshal(struct { // strings always marshal
+		Code           string `json:"code"`
+		Message        string `json:"message,omitempty"`
+		IdempotencyKey string `json:"idempotency_key"`
+	}{code, message, key})
 	return status, string(b)
 }
 

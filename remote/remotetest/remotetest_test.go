@@ -2,6 +2,7 @@ package remotetest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -26,7 +27,7 @@ func start(t *testing.T, opts remotetest.Options) (*remotetest.Service, *remote.
 
 func newClient(t *testing.T, url, token string, timeout time.Duration) *remote.Client {
 	t.Helper()
-	c, err := remote.New(remote.Config{Type: "giftcard", URL: url, Token: token, Timeout: timeout})
+	c, err := remote.New(remote.Config{Type: "giftcard", URL: url, Token: token, Timeout: timeout, Strict: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,8 +168,12 @@ func TestFaults(t *testing.T) {
 			s.Next(1, remotetest.Answer{Status: 422, Body: `{"code":"FROZEN","message":"card frozen"}`})
 		}, want: want{class: remote.ClassRejected, code: "FROZEN"}},
 		{name: "fixed ALREADY_DONE", arrange: func(s *remotetest.Service) {
-			s.Next(1, remotetest.Answer{Status: 409, Body: `{"code":"ALREADY_DONE"}`})
+			s.Next(1, remotetest.Answer{Status: 409, Body: `{"code":"ALREADY_DONE","idempotency_key":"` +
+				remote.IdempotencyKey("O-1", "giftcard", "GC-1", remote.OpLock, 0) + `"}`})
 		}, want: want{dup: true}},
+		{name: "fixed 200 without the echo", arrange: func(s *remotetest.Service) {
+			s.Next(1, remotetest.Answer{Status: 200, Body: `{"code":"DONE"}`})
+		}, want: want{class: remote.ClassProtocol}},
 		{name: "fixed drop", arrange: func(s *remotetest.Service) { s.Next(1, remotetest.Answer{Drop: true}) },
 			want: want{class: remote.ClassConnection}},
 		{name: "busy", arrange: func(s *remotetest.Service) { s.SetFaults(remotetest.Faults{BusyRate: 1}) },
@@ -213,6 +218,64 @@ func TestFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every answer to a call echoes its idempotency key, refusals included;
+// with NoEcho none does, which a strict client does not take as done and
+// an unstrict one does.
+func TestEcho(t *testing.T) {
+	t.Parallel()
+	key := remote.IdempotencyKey("O-1", "giftcard", "GC-1", remote.OpLock, 0)
+	svc, c, url := start(t, remotetest.Options{})
+	svc.SetAvailable("GC-1", 1)
+	for _, s := range []struct {
+		name string
+		call remote.Call
+		want want
+	}{
+		{"short", lock("O-1", 2, 0), want{class: remote.ClassRejected, code: "SHORT"}},
+		{"done", lock("O-1", 1, 0), want{}},
+		{"done before", lock("O-1", 1, 0), want{dup: true}},
+	} {
+		res, err := c.Lock(context.Background(), s.call)
+		check(t, s.name, res, err, s.want)
+	}
+	rel := lock("O-2", 1, 0)
+	if res, err := c.Release(context.Background(), rel); err != nil {
+		t.Errorf("empty rollback: %+v, %v", res, err)
+	}
+	// The raw answers: each names the key it answers.
+	for _, op := range []string{"lock", "release"} {
+		req, _ := http.NewRequest(http.MethodPost, url+"/"+op, strings.NewReader(`{"idempotency_key":"`+key+
+			`","order_no":"O-1","type":"giftcard","key":"GC-1","qty":1,"epoch":0,"trigger":"PLACE"}`))
+		req.Header.Set("Idempotency-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a struct {
+			Code           string `json:"code"`
+			IdempotencyKey string `json:"idempotency_key"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		_ = resp.Body.Close()
+		if err != nil || a.IdempotencyKey != key {
+			t.Errorf("%s with the lock's key: %d %+v, %v; want the key echoed", op, resp.StatusCode, a, err)
+		}
+	}
+
+	quiet, strict, quietURL := start(t, remotetest.Options{NoEcho: true})
+	quiet.SetAvailable("GC-1", 5)
+	_, err := strict.Lock(context.Background(), lock("O-1", 1, 0))
+	if !errors.Is(err, remote.ErrNoEcho) {
+		t.Errorf("strict client, NoEcho: got %v; want ErrNoEcho", err)
+	}
+	unstrict, err := remote.New(remote.Config{Type: "giftcard", URL: quietURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := unstrict.Lock(context.Background(), lock("O-1", 1, 0))
+	check(t, "unstrict client, NoEcho", res, err, want{dup: true})
 }
 
 // Fixed answers queue up and come first; rates are drawn per request from

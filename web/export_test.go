@@ -1,0 +1,4 @@
+package web
+
+// RefusalsAudited is refusalsAudited, for the tests of package web_test.
+const RefusalsAudited = refusalsAudited
