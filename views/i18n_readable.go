@@ -28,6 +28,11 @@ var readableText = text{
 	"report.csv.status_after":  {"状态后", "Status after"},
 	"report.csv.actor":         {"操作方", "Actor"},
 	"report.csv.cut":           {"导出中断", "Export incomplete"},
+	"report.csv.bearer":        {"承担方", "Cost bearer"},
+	"report.csv.unit":          {"单位", "Unit"},
+	"report.csv.unit.yuan":     {"元", "yuan"},
+	"report.csv.unit.points":   {"积分", "points"},
+	"report.csv.unit.count":    {"个", "count"},
 
 	"code.audit.set_counter": {"设置计数资源", "counter set"},
 

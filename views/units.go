@@ -1,6 +1,9 @@
 package views
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Amount shows n, a quantity of resource type or account asset unit, in
 // that unit: a balance is stored in fen and shows as yuan with two
@@ -8,10 +11,10 @@ import "strconv"
 // "120 points"); anything else (stock, a coupon, a seat) as the number.
 // It is the one place amounts get their unit, so every page agrees.
 func (p Page) Amount(unit string, n int64) string {
-	switch unit {
-	case "balance", "BALANCE":
+	switch unitOf(unit) {
+	case "yuan":
 		return p.Tf("unit.yuan", p.Yuan(n))
-	case "points", "POINTS":
+	case "points":
 		return p.Tf("unit.points", p.Num(n))
 	}
 	return p.Num(n)
@@ -34,4 +37,26 @@ func (p Page) Yuan(fen int64) string {
 		return "-" + s
 	}
 	return s
+}
+
+// unitOf names the unit a quantity of resource type or account asset
+// unit is counted in: "yuan", "points", or "count".
+func unitOf(unit string) string {
+	switch unit {
+	case "balance", "BALANCE":
+		return "yuan"
+	case "points", "POINTS":
+		return "points"
+	}
+	return "count"
+}
+
+// plainAmount is n in its unit as a spreadsheet reads a number: a balance
+// in yuan with two decimals and no separators (1234.56, -0.05), anything
+// else as the whole number.
+func plainAmount(unit string, n int64) string {
+	if unitOf(unit) != "yuan" {
+		return strconv.FormatInt(n, 10)
+	}
+	return strings.ReplaceAll(Page{}.Yuan(n), ",", "")
 }

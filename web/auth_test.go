@@ -48,6 +48,7 @@ var routeGates = map[string]string{
 	"POST /resources/:type/:key":                          "operator",
 	"GET /reports/daily":                                  "viewer",
 	"GET /reports/daily.csv":                              "viewer",
+	"GET /reports/daily-rows.csv":                         "viewer",
 	"GET /recon":                                          "viewer",
 	"POST /recon/run":                                     "operator",
 	"GET /recon/diffs/:id":                                "viewer",

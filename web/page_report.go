@@ -61,20 +61,31 @@ func (s *server) reportRows() []reportRow {
 // dailyReport shows one day's ledger totals by resource and type.
 func (s *server) dailyReport(c *echo.Context) error {
 	p := s.reportPage(c)
-	day, from, to, err := reportDay(c, p)
+	v, err := s.reportView(c, p)
 	if err != nil {
 		return err
 	}
+	return render(c, http.StatusOK, views.DailyReportPage(p, v))
+}
+
+// reportView reads one day's ledger totals, as the page and its totals
+// CSV show them.
+func (s *server) reportView(c *echo.Context, p views.Page) (views.ReportView, error) {
+	day, from, to, err := reportDay(c, p)
+	if err != nil {
+		return views.ReportView{}, err
+	}
 	totals, err := s.store.LedgerTotals(c.Request().Context(), from, to)
 	if err != nil {
-		return err
+		return views.ReportView{}, err
 	}
 	today := p.Now.In(p.Loc).Format(ledgerDayLayout)
 	v := views.ReportView{
 		Date: day, Zone: p.Loc.String(), From: from, To: to,
-		PrevURL:  views.Query("/reports/daily", "date", from.AddDate(0, 0, -1).Format(ledgerDayLayout)),
-		TodayURL: views.Query("/reports/daily", "date", today),
-		CSVURL:   views.Query("/reports/daily.csv", "date", day),
+		PrevURL:    views.Query("/reports/daily", "date", from.AddDate(0, 0, -1).Format(ledgerDayLayout)),
+		TodayURL:   views.Query("/reports/daily", "date", today),
+		CSVURL:     views.Query("/reports/daily.csv", "date", day),
+		RowsCSVURL: views.Query("/reports/daily-rows.csv", "date", day),
 	}
 	if day < today {
 		v.NextURL = views.Query("/reports/daily", "date", to.Format(ledgerDayLayout))
@@ -94,16 +105,61 @@ func (s *server) dailyReport(c *echo.Context) error {
 			}
 		}
 		v.Rows = append(v.Rows, row)
+		// A type whose cost is borne by several (coupons: platform and
+		// merchant) gets a row of its whole after its bearers' rows.
+		if owners := s.store.Resource(r.resource).Ledger().Owners; len(owners) > 1 && r.owner == owners[len(owners)-1] {
+			all := views.ReportRow{ID: string(r.resource) + "-all", Resource: string(r.resource), All: true, Cells: map[string]views.ReportCell{}}
+			for _, o := range v.Rows[len(v.Rows)-len(owners):] {
+				for t, cell := range o.Cells {
+					sum := all.Cells[t]
+					sum.N += cell.N
+					sum.Q += cell.Q
+					all.Cells[t] = sum
+				}
+			}
+			v.Rows = append(v.Rows, all)
+		}
 	}
-	return render(c, http.StatusOK, views.DailyReportPage(p, v))
+	return v, nil
+}
+
+// dailyTotalsCSV is the day's report as the page shows it, its totals
+// with their units, as a CSV: what an owner files, not the raw rows.
+func (s *server) dailyTotalsCSV(c *echo.Context) error {
+	p := s.reportPage(c)
+	v, err := s.reportView(c, p)
+	if err != nil {
+		return err
+	}
+	w := c.Response()
+	w.Header().Set(echo.HeaderContentType, "text/csv; charset=utf-8")
+	w.Header().Set(echo.HeaderContentDisposition, `attachment; filename="unhold-totals-`+v.Date+`.csv"`)
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write([]byte(utf8BOM)); err != nil {
+		return err
+	}
+	cw := csv.NewWriter(w)
+	cw.UseCRLF = true // RFC 4180
+	for _, rec := range views.ReportRecords(p, v) {
+		// The text cells; the rest are numbers we wrote, a minus sign
+		// being no formula.
+		for i := range views.ReportTextColumns {
+			rec[i] = csvText(rec[i])
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
 }
 
 // utf8BOM makes Excel and WPS read the CSV as UTF-8, so Chinese shows.
 const utf8BOM = "\xEF\xBB\xBF"
 
-// dailyReportCSV streams every ledger row of one day, from every ledger,
+// dailyRowsCSV streams every ledger row of one day, from every ledger,
 // as one CSV: rows are written as they are read, never held in memory.
-func (s *server) dailyReportCSV(c *echo.Context) error {
+func (s *server) dailyRowsCSV(c *echo.Context) error {
 	p := s.reportPage(c)
 	day, from, to, err := reportDay(c, p)
 	if err != nil {

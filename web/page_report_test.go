@@ -75,8 +75,9 @@ func TestDailyReportTotals(t *testing.T) {
 			"inventory-ADJUST": "2 15", "inventory-LOCK": "2 3", "inventory-RELEASE": "1 2", "inventory-DEDUCT": "1 1",
 			"coupon-PLATFORM-ADJUST": "1 1", "coupon-PLATFORM-LOCK": "1 1", "coupon-PLATFORM-RELEASE": "1 1", "coupon-PLATFORM-DEDUCT": "0 0",
 			"coupon-MERCHANT-ADJUST": "1 1", "coupon-MERCHANT-LOCK": "1 1", "coupon-MERCHANT-DEDUCT": "1 1", "coupon-MERCHANT-RELEASE": "0 0",
-			"balance-ADJUST": "1 1,000", "balance-LOCK": "1 300", "balance-RELEASE": "1 300", "balance-DEDUCT": "0 0",
-			"points-ADJUST": "1 100", "points-LOCK": "0 0",
+			"coupon-all-ADJUST": "2 2", "coupon-all-LOCK": "2 2", "coupon-all-RELEASE": "1 1", "coupon-all-DEDUCT": "1 1",
+			"balance-ADJUST": "1 10.00 元", "balance-LOCK": "1 3.00 元", "balance-RELEASE": "1 3.00 元", "balance-DEDUCT": "0 0.00 元",
+			"points-ADJUST": "1 100 积分", "points-LOCK": "0 0 积分",
 			"quota-ADJUST": "1 5", "quota-LOCK": "1 1", "quota-RELEASE": "1 1",
 			"slot-ADJUST": "1 1", "slot-LOCK": "1 1", "slot-RELEASE": "1 1",
 		}
@@ -89,8 +90,10 @@ func TestDailyReportTotals(t *testing.T) {
 		prev, _ := testidHref(body, "report-prev")
 		next, _ := testidHref(body, "report-next")
 		csvURL, _ := testidHref(body, "report-csv")
-		if prev != "/reports/daily?date=2026-11-28" || next != "/reports/daily?date=2026-11-30" || csvURL != "/reports/daily.csv?date=2026-11-29" {
-			t.Fatalf("links: prev %q next %q csv %q", prev, next, csvURL)
+		rowsURL, _ := testidHref(body, "report-rows-csv")
+		if prev != "/reports/daily?date=2026-11-28" || next != "/reports/daily?date=2026-11-30" || csvURL != "/reports/daily.csv?date=2026-11-29" ||
+			rowsURL != "/reports/daily-rows.csv?date=2026-11-29" {
+			t.Fatalf("links: prev %q next %q csv %q rows %q", prev, next, csvURL, rowsURL)
 		}
 		requireElement(t, getPageBoth(t, b, prev, shanghai, http.StatusOK), "report-empty", true)
 
@@ -123,7 +126,7 @@ func TestDailyReportBusinessZone(t *testing.T) {
 		requireText(t, body, "report-inventory-ADJUST-n", "3")
 		requireText(t, body, "report-inventory-ADJUST-q", "12")
 		requireText(t, body, "report-range", "2026-11-29 00:00:00 至 2026-11-30 00:00:00（UTC）")
-		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "zh", shanghai)
+		rec := servePage(b, "/reports/daily-rows.csv?date=2026-11-29", "zh", shanghai)
 		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 24 || records[0][2] != "时间（UTC）" {
 			t.Fatalf("csv of the UTC day: %v, %d records, header %q", err, len(records), records[0])
@@ -138,7 +141,7 @@ func TestDailyReportCSV(t *testing.T) {
 	t.Parallel()
 	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
 		seedReportDay(t, b)
-		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "en", "UTC")
+		rec := servePage(b, "/reports/daily-rows.csv?date=2026-11-29", "en", "UTC")
 		if rec.Code != http.StatusOK {
 			t.Fatalf("csv = %d %s", rec.Code, rec.Body)
 		}
@@ -190,7 +193,7 @@ func TestDailyReportCSV(t *testing.T) {
 			}
 		}
 
-		next := servePage(b, "/reports/daily.csv?date=2026-11-30", "zh", "UTC")
+		next := servePage(b, "/reports/daily-rows.csv?date=2026-11-30", "zh", "UTC")
 		records, err = csv.NewReader(bytes.NewReader(next.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 2 {
 			t.Fatalf("the 30th: %v, %q", err, records)
@@ -203,10 +206,45 @@ func TestDailyReportCSV(t *testing.T) {
 		if r := records[1]; r[0] != "库存" || r[6] != "调整" || r[7] != "初始化/调整" || r[8] != "-3" || r[9] != "9" || r[10] != "6" {
 			t.Fatalf("decrease row %q", r)
 		}
-		empty := servePage(b, "/reports/daily.csv?date=2026-11-28", "zh", shanghai)
+		empty := servePage(b, "/reports/daily-rows.csv?date=2026-11-28", "zh", shanghai)
 		records, err = csv.NewReader(bytes.NewReader(empty.Body.Bytes()[3:])).ReadAll()
 		if err != nil || len(records) != 1 {
 			t.Fatalf("an empty day: %v, %q", err, records)
+		}
+	})
+}
+
+// The totals CSV is the report as the page shows it: a row per resource,
+// per coupon bearer and their whole, each with its unit, a balance in yuan.
+func TestDailyTotalsCSV(t *testing.T) {
+	t.Parallel()
+	eachEngineWith(t, shanghaiShop, func(t *testing.T, b bundle) {
+		seedReportDay(t, b)
+		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "zh", "UTC")
+		if cd := rec.Header().Get("Content-Disposition"); rec.Code != http.StatusOK || cd != `attachment; filename="unhold-totals-2026-11-29.csv"` {
+			t.Fatalf("totals csv = %d, Content-Disposition %q", rec.Code, cd)
+		}
+		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Resource, bearer, unit, then rows and qty of LOCK, DEDUCT, RELEASE, ADJUST.
+		got := map[string]string{}
+		for _, r := range records {
+			got[r[0]+"/"+r[1]] = strings.Join(r[2:], " ")
+		}
+		for k, want := range map[string]string{
+			"资源/承担方":  "单位 锁定 笔数 锁定 数量 扣减 笔数 扣减 数量 释放 笔数 释放 数量 调整 笔数 调整 数量",
+			"库存/":     "个 2 3 1 1 1 2 2 15",
+			"优惠券/平台券": "个 1 1 0 0 1 1 1 1",
+			"优惠券/商家券": "个 1 1 1 1 0 0 1 1",
+			"优惠券/合计":  "个 2 2 1 1 1 1 2 2",
+			"余额/":     "元 1 3.00 0 0.00 1 3.00 1 10.00",
+			"积分/":     "积分 0 0 0 0 0 0 1 100",
+		} {
+			if got[k] != want {
+				t.Errorf("%s: %q, want %q (all: %q)", k, got[k], want, records)
+			}
 		}
 	})
 }
@@ -221,7 +259,7 @@ func TestDailyReportCSVNeutralises(t *testing.T) {
 			_, err = b.s.SetStock(b.ctx, "sku-1", 0, 0, "plain")
 			try(t, "stock", err)
 		}
-		rec := servePage(b, "/reports/daily.csv?date=2026-11-29", "zh", "")
+		rec := servePage(b, "/reports/daily-rows.csv?date=2026-11-29", "zh", "")
 		records, err := csv.NewReader(bytes.NewReader(rec.Body.Bytes()[3:])).ReadAll()
 		if err != nil {
 			t.Fatal(err)
