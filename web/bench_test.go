@@ -86,7 +86,7 @@ func BenchmarkPages(b *testing.B) {
 	}
 	b.Run("daily_csv", func(b *testing.B) {
 		for range b.N {
-			rec := as.serve(httptest.NewRequest(http.MethodGet, "/reports/daily.csv?date="+day, nil))
+			rec := as.serve(httptest.NewRequest(http.MethodGet, "/reports/daily-rows.csv?date="+day, nil))
 			if rec.Code != http.StatusOK {
 				b.Fatalf("csv = %d", rec.Code)
 			}
