@@ -27,8 +27,15 @@ func TaskWhy(p Page, r TaskRow) string {
 		if r.HeldNow == nil {
 			return p.Tf("tasks.why.short.unknown", p.Code(r.Type), r.Qty)
 		}
-		if r.Type == "inventory" {
-			return p.Tf("tasks.why.short.stock", *r.HeldNow, r.Qty)
+		// The reason reads the numbers it shows: once the key holds
+		// enough again, the cause is gone and a rerun will release.
+		switch held := *r.HeldNow; {
+		case held >= r.Qty && r.Type == "inventory":
+			return p.Tf("tasks.why.short.stock.fixed", held, r.Qty)
+		case held >= r.Qty:
+			return p.Tf("tasks.why.short.fixed", p.Code(r.Type), held, r.Qty)
+		case r.Type == "inventory":
+			return p.Tf("tasks.why.short.stock", held, r.Qty)
 		}
 		return p.Tf("tasks.why.short", p.Code(r.Type), *r.HeldNow, r.Qty)
 	case classStateMismatch:

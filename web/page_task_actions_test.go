@@ -94,6 +94,11 @@ func TestTasksKeyWindowAndWhy(t *testing.T) {
 		}
 		zh := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), false, http.StatusOK)
 		checkText(t, zh, "task-why", "库存不足：当前锁定 0，需要释放 1 —— 先修正库存，再重跑")
+		// Once the stock holds enough again, the reason says the cause is
+		// gone, from the numbers it shows.
+		try(t, "stock fixed", b.s.W.Exec("UPDATE inventory SET locked = 4 WHERE sku_id = 'sku-m'").Error)
+		en := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), true, http.StatusOK)
+		checkText(t, en, "task-why", "stock is enough again: locked 4, needed 1 — the cause is gone; a rerun will release")
 	})
 }
 
