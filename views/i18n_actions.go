@@ -30,7 +30,10 @@ var actionsText = text{
 	"tasks.one.rerun":        {"重跑此任务", "Rerun this task"},
 	"tasks.one.rerun.help":   {"只让此任务立即重新到期，由 worker 执行；失败次数清零，并写入审计日志。", "Makes only this task due now; the worker releases it. Failures reset to 0, and the audit log keeps who and why."},
 	"tasks.one.rerun.submit": {"重跑此任务", "Rerun this task"},
-	"tasks.one.done":         {"任务 #%d 已置为待处理，worker 将立即执行。", "Task #%d made due; the worker is releasing it now."},
+	"tasks.one.done":         {"任务 #%d 已置为待处理，等待 worker 执行。", "Task #%d made due; a worker will try it."},
+	"tasks.one.released":     {"任务 #%d 已重跑：释放完成。", "Task #%d was rerun: released."},
+	"tasks.one.failed":       {"任务 #%d 已重跑，但这次尝试仍失败，现为 %s（%s）：%s", "Task #%d was rerun, but the try failed again; it is %s now (%s): %s"},
+	"tasks.one.waiting":      {"任务 #%d 已置为待处理，%s 内还没有 worker 执行完它；稍后刷新本页查看结果。", "Task #%d made due; no worker finished it within %s. Refresh this page later to see how it went."},
 	"tasks.one.nothing":      {"未做任何更改（NOTHING_TO_RERUN）：任务 #%d 现在是 %s，只有 RETRY 或 MANUAL 任务可以重跑。", "Nothing was changed (NOTHING_TO_RERUN): task #%d is %s now; only RETRY or MANUAL tasks can be rerun."},
 	"tasks.one.noreason":     {"请填写原因。未做任何更改。", "Give a reason. Nothing was changed."},
 

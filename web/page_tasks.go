@@ -307,8 +307,42 @@ func (s *server) taskRerun(c *echo.Context) error {
 		return err
 	}
 	s.wakeWorker()
-	return redirectWithFlash(c, back, true, p.Tf("tasks.one.done", id))
+	if s.rerunWait <= 0 {
+		return redirectWithFlash(c, back, true, p.Tf("tasks.one.done", id))
+	}
+	t, err := s.awaitTry(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch t.Status {
+	case models.TaskDone:
+		return redirectWithFlash(c, back, true, p.Tf("tasks.one.released", id))
+	case models.TaskRetry, models.TaskManual:
+		return redirectWithFlash(c, back, false, p.Tf("tasks.one.failed", id, p.Code(string(t.Status)),
+			p.Class(string(t.ErrorClass)), p.Say(t.LastError)))
+	}
+	return redirectWithFlash(c, back, true, p.Tf("tasks.one.waiting", id, s.rerunWait))
 }
+
+// awaitTry reads task id until a try of it has ended (it is no longer
+// PENDING) or rerunWait has passed, and returns it as last read.
+func (s *server) awaitTry(ctx context.Context, id int64) (*models.ChainTask, error) {
+	deadline := time.Now().Add(s.rerunWait)
+	for {
+		t, err := s.store.Task(ctx, id)
+		if err != nil || t.Status != models.TaskPending || !time.Now().Before(deadline) {
+			return t, err
+		}
+		select {
+		case <-ctx.Done():
+			return t, nil
+		case <-time.After(rerunPoll):
+		}
+	}
+}
+
+// rerunPoll is how often awaitTry reads the task.
+const rerunPoll = 100 * time.Millisecond
 
 // taskAbandon is POST /tasks/:id/abandon, for admins: a RETRY or MANUAL
 // task no worker is trying ends ABANDONED, nothing released, audited.

@@ -125,7 +125,12 @@ func newBundle(s *models.Store, clock *modelstest.Clock) bundle {
 
 // newBundleWith is newBundle whose accounts take opt.
 func newBundleWith(s *models.Store, clock *modelstest.Clock, opt auth.Options) bundle {
-	b := anonBundle(s, clock, opt)
+	return newBundleDeps(s, clock, opt, nil)
+}
+
+// newBundleDeps is newBundleWith whose server's Deps more changes last.
+func newBundleDeps(s *models.Store, clock *modelstest.Clock, opt auth.Options, more func(*web.Deps)) bundle {
+	b := anonBundleDeps(s, clock, opt, more)
 	// A fixed CSRF secret, and fixed session tokens (signIn), make the
 	// tokens in pages the same on every run, as golden files need.
 	if err := s.W.Exec(`INSERT INTO site_secrets (name, value) VALUES ('csrf', ?)`, testCSRFSecret).Error; err != nil {
@@ -139,20 +144,29 @@ func newBundleWith(s *models.Store, clock *modelstest.Clock, opt auth.Options) b
 // database that cannot hold a user yet. The accounts log where the server
 // does unless opt says otherwise.
 func anonBundle(s *models.Store, clock *modelstest.Clock, opt auth.Options) bundle {
+	return anonBundleDeps(s, clock, opt, nil)
+}
+
+// anonBundleDeps is anonBundle whose server's Deps more changes last.
+func anonBundleDeps(s *models.Store, clock *modelstest.Clock, opt auth.Options, more func(*web.Deps)) bundle {
 	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
 	log := slog.New(slog.NewTextHandler(b.logs, nil))
 	if opt.Logger == nil {
 		opt.Logger = log
 	}
 	b.a = auth.New(s, opt)
-	b.e = web.New(web.Deps{
+	d := web.Deps{
 		Store:    s,
 		Auth:     b.a,
 		Log:      log,
 		Wake:     func() { b.wakes.Add(1) },
 		Sessions: testSessions,
 		Hosts:    []string{testHost},
-	})
+	}
+	if more != nil {
+		more(&d)
+	}
+	b.e = web.New(d)
 	return b
 }
 

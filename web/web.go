@@ -33,6 +33,10 @@ type Deps struct {
 	// (a close that won, a rerun), so it claims them without waiting for
 	// its next sweep. It must not block.
 	Wake func()
+	// RerunWait is how long a task's rerun from its page waits for the
+	// try it asked for, to say how it ended rather than that it will run;
+	// zero does not wait.
+	RerunWait time.Duration
 	// Location is the time zone pages use until the viewer's browser tells
 	// its own; nil means UTC.
 	Location *time.Location
@@ -63,15 +67,17 @@ type Deps struct {
 
 // server holds the dependencies every handler uses.
 type server struct {
-	store   *models.Store
-	auth    *auth.Store
-	log     *slog.Logger
-	wake    func()
-	loc     *time.Location
-	zones   zoneCache
-	sched   *jobs.Scheduler
-	metrics *metrics.Metrics
-	labels  map[string][2]string // the declared and remote resource types' names, zh and en
+	store *models.Store
+	auth  *auth.Store
+	log   *slog.Logger
+	wake  func()
+	// rerunWait: see Deps.RerunWait.
+	rerunWait time.Duration
+	loc       *time.Location
+	zones     zoneCache
+	sched     *jobs.Scheduler
+	metrics   *metrics.Metrics
+	labels    map[string][2]string // the declared and remote resource types' names, zh and en
 	// counters are the declared counter types, by name: the ones with
 	// pages of their own under /resources.
 	counters []string
@@ -102,7 +108,7 @@ func New(d Deps) *echo.Echo {
 	if a == nil {
 		a = auth.New(d.Store, auth.Options{Logger: log})
 	}
-	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
+	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, rerunWait: d.RerunWait, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
 		sessions: d.Sessions.WithDefaults(), metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true

@@ -34,6 +34,10 @@ type role struct {
 	work bool // release workers, release sweep and the other periodic jobs
 }
 
+// rerunWait is how long a rerun from a task's page waits to say how its
+// try ended: a local worker woken at once releases in well under that.
+const rerunWait = 3 * time.Second
+
 var (
 	roleServe  = role{name: "serve", http: true, work: true}
 	roleWeb    = role{name: "web", http: true}
@@ -140,7 +144,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		// The Host names are those of the port actually bound (-addr may say :0).
 		listening := cfg
 		listening.Addr = ln.Addr().String()
-		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, Location: loc, Metrics: m, Scheduler: sched,
+		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, RerunWait: rerunWait, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
 			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }}))
 		if cfg.TLSCert != "" {
