@@ -198,6 +198,12 @@ func (s *Store) CountTasks(ctx context.Context, f TaskFilter, limit int) (n int6
 		return 0, false, err
 	}
 	cond, args := f.where(s.Now())
+	if statuses := f.statuses(); statuses != nil {
+		if len(statuses) == 0 {
+			return 0, false, nil
+		}
+		cond, args = "status IN ? AND "+cond, append([]any{statuses}, args...)
+	}
 	return s.countCapped(ctx, "release_tasks", cond, args, limit)
 }
 

@@ -6,9 +6,9 @@ import (
 	"unhold/models"
 )
 
-// The task count is what the filter selects, and stops at its limit,
-// saying there are more. Breaks if the count ignored the filter or read
-// past the limit's answer.
+// The task count is what the filter selects, statuses included, and stops
+// at its limit, saying there are more. Breaks if the count ignored the
+// filter (the status one, say) or read past the limit's answer.
 func TestCountTasks(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 1000, 0, "test"); return err })
@@ -21,6 +21,18 @@ func TestCountTasks(t *testing.T) {
 		n, over, err := b.s.CountTasks(b.ctx, models.TaskFilter{Type: models.ResInventory}, 100)
 		if err != nil || n != 5 || over {
 			t.Fatalf("count of inventory = %d, over %v, %v; want 5", n, over, err)
+		}
+		for _, c := range []struct {
+			f    models.TaskFilter
+			want int64
+		}{
+			{models.TaskFilter{Statuses: []models.TaskStatus{models.TaskPending}}, 8},
+			{models.TaskFilter{Statuses: []models.TaskStatus{models.TaskDone}}, 0},
+			{models.TaskFilter{Statuses: []models.TaskStatus{models.TaskDone}, Due: true}, 0},
+		} {
+			if n, _, err := b.s.CountTasks(b.ctx, c.f, 100); err != nil || n != c.want {
+				t.Fatalf("count of %v = %d, %v; want %d", c.f.Values(), n, err, c.want)
+			}
 		}
 		n, over, err = b.s.CountTasks(b.ctx, models.TaskFilter{}, 3)
 		if err != nil || n != 3 || !over {
