@@ -120,3 +120,101 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	}
 	return c, nil
 }
+
+// OwnDiffs compares each of the order's holds with the order's own ledger
+// rows of its key: what the hold still holds (taken − released − paid)
+// against its LOCK rows less its RELEASE and DEDUCT rows (LINE_HELD), and
+// what it refunded, restocked and wrote off against its REFUND, RESTOCK and
+// WRITE_OFF rows (LINE_AFTER_SALE). A hold row moves in the transaction
+// that writes its ledger row, so a difference here is this order's own: a
+// hand edit of its hold or of one of its rows. Expected is the ledger's,
+// Actual the hold's. What reconciling a key finds key-wide (ReconcileKeys,
+// the runs' tickets) may be any order's, and is not here.
+func (c *Chain) OwnDiffs() []Diff {
+	type sums struct{ held, after int64 }
+	rows := map[ResourceKey]sums{}
+	for _, f := range c.Flows {
+		k := ResourceKey{Type: f.ResourceType, Key: f.BizKey}
+		s := rows[k]
+		switch f.Type {
+		case FlowLock:
+			s.held += f.Qty
+		case FlowRelease, FlowDeduct:
+			s.held -= f.Qty
+		case FlowRefund, FlowRestock, FlowWriteOff:
+			s.after += f.Qty
+		}
+		rows[k] = s
+	}
+	var diffs []Diff
+	for _, h := range c.Holds {
+		s := rows[ResourceKey{Type: h.ResourceType, Key: h.BizKey}]
+		if got := h.Outstanding(); got != s.held {
+			diffs = append(diffs, Diff{Resource: h.ResourceType, Key: h.BizKey, Check: CheckLineHeld, Expected: s.held, Actual: got})
+		}
+		if got := h.Refunded + h.Restocked + h.WrittenOff; got != s.after {
+			diffs = append(diffs, Diff{Resource: h.ResourceType, Key: h.BizKey, Check: CheckLineAfterSale, Expected: s.after, Actual: got})
+		}
+	}
+	return diffs
+}
+
+// ChainRecon is what the chain says about reconciling the keys the order
+// holds. Own are the disagreements of the order's holds with its own ledger
+// rows (OwnDiffs); Reconciles is that there are none. Keys are what is
+// wrong with its keys but not about this order: what reconciling them finds
+// now key-wide, and their open tickets that no Own disagreement links to.
+type ChainRecon struct {
+	Reconciles bool        `json:"reconciles"`
+	Own        []ReconNote `json:"own_diffs"`
+	Keys       []ReconNote `json:"key_notes"`
+}
+
+// ReconNote is one disagreement or open ticket of a key. Live is that it is
+// found now (Expected and Actual then say how); Ticket is the unresolved
+// ticket that tracks it, 0 when none does yet.
+type ReconNote struct {
+	Diff
+	Live   bool  `json:"live"`
+	Ticket int64 `json:"ticket"`
+}
+
+// ReconcileChain sorts what the chain's keys do not reconcile into the
+// order's own disagreements and the keys' others. keyDiffs are
+// ReconcileKeys's answer for the keys the order holds (OrderChainReconciled),
+// tickets the keys' unresolved tickets (OpenTickets). An own disagreement
+// links to its key's ticket of the same check; every other ticket of the key
+// and every live key-wide diff is a note that is not about this order, a live
+// diff with its check's ticket.
+func ReconcileChain(c *Chain, keyDiffs []Diff, tickets []OpenTicket) ChainRecon {
+	type check struct {
+		k     ResourceKey
+		check string
+	}
+	ticketOf := map[check]int64{}
+	for _, tk := range tickets {
+		if ch := (check{ResourceKey{Type: tk.Type, Key: tk.Key}, tk.Check}); ticketOf[ch] == 0 {
+			ticketOf[ch] = tk.ID
+		}
+	}
+	r := ChainRecon{Own: []ReconNote{}, Keys: []ReconNote{}}
+	linked := map[int64]bool{}
+	for _, d := range c.OwnDiffs() {
+		id := ticketOf[check{ResourceKey{Type: d.Resource, Key: d.Key}, d.Check}]
+		linked[id] = true
+		r.Own = append(r.Own, ReconNote{Diff: d, Live: true, Ticket: id})
+	}
+	r.Reconciles = len(r.Own) == 0
+	for _, d := range keyDiffs {
+		id := ticketOf[check{ResourceKey{Type: d.Resource, Key: d.Key}, d.Check}]
+		linked[id] = true
+		r.Keys = append(r.Keys, ReconNote{Diff: d, Live: true, Ticket: id})
+	}
+	for _, tk := range tickets {
+		if !linked[tk.ID] {
+			linked[tk.ID] = true
+			r.Keys = append(r.Keys, ReconNote{Diff: Diff{Resource: tk.Type, Key: tk.Key, Check: tk.Check}, Ticket: tk.ID})
+		}
+	}
+	return r
+}
