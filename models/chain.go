@@ -161,9 +161,11 @@ func (c *Chain) OwnDiffs() []Diff {
 
 // ChainRecon is what the chain says about reconciling the keys the order
 // holds. Own are the disagreements of the order's holds with its own ledger
-// rows (OwnDiffs); Reconciles is that there are none. Keys are what is
-// wrong with its keys but not about this order: what reconciling them finds
-// now key-wide, and their open tickets that no Own disagreement links to.
+// rows (OwnDiffs) and, on a key where there are some, what reconciling the
+// key finds now key-wide, which may be the order's doing; Reconciles is
+// that the order's rows agree everywhere. Keys are about the other keys,
+// whose trouble is not about this order: each open ticket (Live false) and
+// each diff reconciling them finds now.
 type ChainRecon struct {
 	Reconciles bool        `json:"reconciles"`
 	Own        []ReconNote `json:"own_diffs"`
@@ -180,40 +182,52 @@ type ReconNote struct {
 }
 
 // ReconcileChain sorts what the chain's keys do not reconcile into the
-// order's own disagreements and the keys' others. keyDiffs are
-// ReconcileKeys's answer for the keys the order holds (OrderChainReconciled),
-// tickets the keys' unresolved tickets (OpenTickets). An own disagreement
-// links to its key's ticket of the same check; every other ticket of the key
-// and every live key-wide diff is a note that is not about this order, a live
-// diff with its check's ticket.
+// order's own disagreements and the notes about its keys (ChainRecon).
+// keyDiffs are ReconcileKeys's answer for the keys the order holds
+// (OrderChainReconciled), tickets the keys' unresolved tickets
+// (OpenTickets). A diff links to its key's ticket of its check, or to any
+// ticket of its key when none is of its check: a run opens one ticket per
+// key and lists the key's other checks in it.
 func ReconcileChain(c *Chain, keyDiffs []Diff, tickets []OpenTicket) ChainRecon {
 	type check struct {
 		k     ResourceKey
 		check string
 	}
-	ticketOf := map[check]int64{}
+	ticketOf, anyTicket := map[check]int64{}, map[ResourceKey]int64{}
 	for _, tk := range tickets {
-		if ch := (check{ResourceKey{Type: tk.Type, Key: tk.Key}, tk.Check}); ticketOf[ch] == 0 {
+		k := ResourceKey{Type: tk.Type, Key: tk.Key}
+		if ch := (check{k, tk.Check}); ticketOf[ch] == 0 {
 			ticketOf[ch] = tk.ID
 		}
+		if anyTicket[k] == 0 {
+			anyTicket[k] = tk.ID
+		}
+	}
+	note := func(d Diff) ReconNote {
+		k := ResourceKey{Type: d.Resource, Key: d.Key}
+		id := ticketOf[check{k, d.Check}]
+		if id == 0 {
+			id = anyTicket[k]
+		}
+		return ReconNote{Diff: d, Live: true, Ticket: id}
 	}
 	r := ChainRecon{Own: []ReconNote{}, Keys: []ReconNote{}}
-	linked := map[int64]bool{}
+	own := map[ResourceKey]bool{}
 	for _, d := range c.OwnDiffs() {
-		id := ticketOf[check{ResourceKey{Type: d.Resource, Key: d.Key}, d.Check}]
-		linked[id] = true
-		r.Own = append(r.Own, ReconNote{Diff: d, Live: true, Ticket: id})
+		own[ResourceKey{Type: d.Resource, Key: d.Key}] = true
+		r.Own = append(r.Own, note(d))
 	}
 	r.Reconciles = len(r.Own) == 0
-	for _, d := range keyDiffs {
-		id := ticketOf[check{ResourceKey{Type: d.Resource, Key: d.Key}, d.Check}]
-		linked[id] = true
-		r.Keys = append(r.Keys, ReconNote{Diff: d, Live: true, Ticket: id})
-	}
 	for _, tk := range tickets {
-		if !linked[tk.ID] {
-			linked[tk.ID] = true
+		if !own[ResourceKey{Type: tk.Type, Key: tk.Key}] {
 			r.Keys = append(r.Keys, ReconNote{Diff: Diff{Resource: tk.Type, Key: tk.Key, Check: tk.Check}, Ticket: tk.ID})
+		}
+	}
+	for _, d := range keyDiffs {
+		if own[ResourceKey{Type: d.Resource, Key: d.Key}] {
+			r.Own = append(r.Own, note(d))
+		} else {
+			r.Keys = append(r.Keys, note(d))
 		}
 	}
 	return r
