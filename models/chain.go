@@ -120,3 +120,115 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	}
 	return c, nil
 }
+
+// OwnDiffs compares each of the order's holds with the order's own ledger
+// rows of its key: what the hold still holds (taken − released − paid)
+// against its LOCK rows less its RELEASE and DEDUCT rows (LINE_HELD), and
+// what it refunded, restocked and wrote off against its REFUND, RESTOCK and
+// WRITE_OFF rows (LINE_AFTER_SALE). A hold row moves in the transaction
+// that writes its ledger row, so a difference here is this order's own: a
+// hand edit of its hold or of one of its rows. Expected is the ledger's,
+// Actual the hold's. What reconciling a key finds key-wide (ReconcileKeys,
+// the runs' tickets) may be any order's, and is not here.
+func (c *Chain) OwnDiffs() []Diff {
+	type sums struct{ held, after int64 }
+	rows := map[ResourceKey]sums{}
+	for _, f := range c.Flows {
+		k := ResourceKey{Type: f.ResourceType, Key: f.BizKey}
+		s := rows[k]
+		switch f.Type {
+		case FlowLock:
+			s.held += f.Qty
+		case FlowRelease, FlowDeduct:
+			s.held -= f.Qty
+		case FlowRefund, FlowRestock, FlowWriteOff:
+			s.after += f.Qty
+		}
+		rows[k] = s
+	}
+	var diffs []Diff
+	for _, h := range c.Holds {
+		s := rows[ResourceKey{Type: h.ResourceType, Key: h.BizKey}]
+		if got := h.Outstanding(); got != s.held {
+			diffs = append(diffs, Diff{Resource: h.ResourceType, Key: h.BizKey, Check: CheckLineHeld, Expected: s.held, Actual: got})
+		}
+		if got := h.Refunded + h.Restocked + h.WrittenOff; got != s.after {
+			diffs = append(diffs, Diff{Resource: h.ResourceType, Key: h.BizKey, Check: CheckLineAfterSale, Expected: s.after, Actual: got})
+		}
+	}
+	return diffs
+}
+
+// ChainRecon is what the chain says about reconciling the keys the order
+// holds. Own are the disagreements of the order's holds with its own ledger
+// rows (OwnDiffs) and, on a key where there are some, what reconciling the
+// key finds now key-wide, which may be the order's doing; Reconciles is
+// that the order's rows agree everywhere. Keys are about the other keys,
+// whose trouble is not about this order: each open ticket (Live false) and
+// each diff reconciling them finds now.
+type ChainRecon struct {
+	Reconciles bool        `json:"reconciles"`
+	Own        []ReconNote `json:"own_diffs"`
+	Keys       []ReconNote `json:"key_notes"`
+}
+
+// ReconNote is one disagreement or open ticket of a key. Live is that it is
+// found now (Expected and Actual then say how); Ticket is the unresolved
+// ticket that tracks it, 0 when none does yet.
+type ReconNote struct {
+	Diff
+	Live   bool  `json:"live"`
+	Ticket int64 `json:"ticket"`
+}
+
+// ReconcileChain sorts what the chain's keys do not reconcile into the
+// order's own disagreements and the notes about its keys (ChainRecon).
+// keyDiffs are ReconcileKeys's answer for the keys the order holds
+// (OrderChainReconciled), tickets the keys' unresolved tickets
+// (OpenTickets). A diff links to its key's ticket of its check, or to any
+// ticket of its key when none is of its check: a run opens one ticket per
+// key and lists the key's other checks in it.
+func ReconcileChain(c *Chain, keyDiffs []Diff, tickets []OpenTicket) ChainRecon {
+	type check struct {
+		k     ResourceKey
+		check string
+	}
+	ticketOf, anyTicket := map[check]int64{}, map[ResourceKey]int64{}
+	for _, tk := range tickets {
+		k := ResourceKey{Type: tk.Type, Key: tk.Key}
+		if ch := (check{k, tk.Check}); ticketOf[ch] == 0 {
+			ticketOf[ch] = tk.ID
+		}
+		if anyTicket[k] == 0 {
+			anyTicket[k] = tk.ID
+		}
+	}
+	note := func(d Diff) ReconNote {
+		k := ResourceKey{Type: d.Resource, Key: d.Key}
+		id := ticketOf[check{k, d.Check}]
+		if id == 0 {
+			id = anyTicket[k]
+		}
+		return ReconNote{Diff: d, Live: true, Ticket: id}
+	}
+	r := ChainRecon{Own: []ReconNote{}, Keys: []ReconNote{}}
+	own := map[ResourceKey]bool{}
+	for _, d := range c.OwnDiffs() {
+		own[ResourceKey{Type: d.Resource, Key: d.Key}] = true
+		r.Own = append(r.Own, note(d))
+	}
+	r.Reconciles = len(r.Own) == 0
+	for _, tk := range tickets {
+		if !own[ResourceKey{Type: tk.Type, Key: tk.Key}] {
+			r.Keys = append(r.Keys, ReconNote{Diff: Diff{Resource: tk.Type, Key: tk.Key, Check: tk.Check}, Ticket: tk.ID})
+		}
+	}
+	for _, d := range keyDiffs {
+		if own[ResourceKey{Type: d.Resource, Key: d.Key}] {
+			r.Own = append(r.Own, note(d))
+		} else {
+			r.Keys = append(r.Keys, note(d))
+		}
+	}
+	return r
+}

@@ -87,10 +87,13 @@ func (s *server) apiOrders(c *echo.Context) error {
 }
 
 // orderChainView is the answer of GET /api/v1/orders/:order_no/chain: the
-// chain, and what reconciling the keys it holds finds now.
+// chain, what reconciling the keys it holds finds now key-wide (Diffs),
+// and, as the page says it, whether the order's holds agree with its own
+// ledger rows and the notes about its keys that are not about this order.
 type orderChainView struct {
 	*models.Chain
 	Diffs []models.Diff `json:"diffs"`
+	models.ChainRecon
 }
 
 // apiOrderChain is GET /api/v1/orders/:order_no/chain, what the order's
@@ -105,10 +108,14 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 		return err
 	}
 	ch.Audit = s.auditShown(c, ch.Audit)
+	rec, err := s.chainRecon(c.Request().Context(), ch, diffs)
+	if err != nil {
+		return err
+	}
 	if diffs == nil {
 		diffs = []models.Diff{}
 	}
-	return c.JSON(http.StatusOK, orderChainView{Chain: ch, Diffs: diffs})
+	return c.JSON(http.StatusOK, orderChainView{Chain: ch, Diffs: diffs, ChainRecon: rec})
 }
 
 // apiTasks is GET /api/v1/tasks: the task list's filter (status,

@@ -104,10 +104,12 @@ func TestAPIOrdersList(t *testing.T) {
 type chainAnswer struct {
 	models.Chain
 	Diffs []models.Diff `json:"diffs"`
+	models.ChainRecon
 }
 
-// The chain answers what the order's page shows: the chain, and a diff of
-// each key it holds that does not reconcile now.
+// The chain answers what the order's page shows: the chain, a diff of
+// each key it holds that does not reconcile now, which is a note and not
+// the order's, and the order's own disagreements with its ledger rows.
 func TestAPIOrderChain(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
@@ -121,6 +123,14 @@ func TestAPIOrderChain(t *testing.T) {
 		if len(got.Diffs) == 0 || got.Diffs[0].Resource != models.ResInventory || got.Diffs[0].Key != "sku-1" ||
 			got.Diffs[0].Actual-got.Diffs[0].Expected != 2 {
 			t.Fatalf("diffs after planting = %+v", got.Diffs)
+		}
+		if !got.Reconciles || len(got.Own) != 0 || len(got.Keys) == 0 || got.Keys[0].Key != "sku-1" || !got.Keys[0].Live {
+			t.Fatalf("a key-wide diff: reconciles %v, own %+v, key notes %+v", got.Reconciles, got.Own, got.Keys)
+		}
+		try(t, "edit hold", b.s.W.Exec("UPDATE order_holds SET released = 1 WHERE order_no = 'held-1' AND biz_key = 'sku-1'").Error)
+		got = must[chainAnswer](t, b, http.StatusOK, http.MethodGet, "/api/v1/orders/held-1/chain", "")
+		if got.Reconciles || len(got.Own) == 0 || got.Own[0].Check != models.CheckLineHeld || got.Own[0].Key != "sku-1" || len(got.Keys) != 0 {
+			t.Fatalf("a hold edited by hand: reconciles %v, own %+v, key notes %+v", got.Reconciles, got.Own, got.Keys)
 		}
 		wantError(t, b.call(http.MethodGet, "/api/v1/orders/nope/chain", ""), http.StatusNotFound, "NOT_FOUND")
 		wantBad(t, b, "/api/v1/orders/a%20b/chain")

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -158,17 +159,11 @@ func (s *server) orderChain(c *echo.Context) error {
 		return s.orderNotFound(c, no, err)
 	}
 	ch.Audit = s.auditShown(c, ch.Audit)
-	var tickets []models.OpenTicket
-	if len(diffs) > 0 {
-		keys := make([]models.ResourceKey, 0, len(diffs))
-		for _, d := range diffs {
-			keys = append(keys, models.ResourceKey{Type: d.Resource, Key: d.Key})
-		}
-		if tickets, err = s.store.OpenTickets(ctx, keys); err != nil {
-			return err
-		}
+	rec, err := s.chainRecon(ctx, ch, diffs)
+	if err != nil {
+		return err
 	}
-	v := s.chainView(ch, diffs, tickets)
+	v := s.chainView(ch, rec)
 	v.Print = c.QueryParam("print") != ""
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
@@ -192,11 +187,26 @@ func (s *server) flowURL(t models.ResourceType, key string, id int64) string {
 	return page + sep + "after=" + strconv.FormatInt(id+1, 10) + "#" + views.FlowAnchor(id)
 }
 
-// chainView maps an order's chain, its keys' reconciliation and the
-// unresolved tickets of the keys that do not reconcile to the page. A diff
-// links to its check's ticket, or to any unresolved ticket of its key when
-// none is of its check.
-func (s *server) chainView(ch *models.Chain, diffs []models.Diff, tickets []models.OpenTicket) views.ChainView {
+// chainRecon reads the open tickets of the keys the order holds and sorts
+// them and the keys' diffs into the order's own disagreements and the
+// notes that are not about this order (models.ReconcileChain).
+func (s *server) chainRecon(ctx context.Context, ch *models.Chain, diffs []models.Diff) (models.ChainRecon, error) {
+	keys := make([]models.ResourceKey, 0, len(ch.Holds))
+	for _, h := range ch.Holds {
+		keys = append(keys, models.ResourceKey{Type: h.ResourceType, Key: h.BizKey})
+	}
+	tickets, err := s.store.OpenTickets(ctx, keys)
+	if err != nil {
+		return models.ChainRecon{}, err
+	}
+	return models.ReconcileChain(ch, diffs, tickets), nil
+}
+
+// chainView maps an order's chain and what reconciling it says to the
+// page: a resource does not reconcile only where the order's hold
+// disagrees with its own ledger rows; what is wrong with its key otherwise
+// is a note, linked to the key's open ticket.
+func (s *server) chainView(ch *models.Chain, rec models.ChainRecon) views.ChainView {
 	o := ch.Order
 	v := views.ChainView{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status), CloseReason: o.CloseReason,
 		ChannelTxnID: o.ChannelTxnID, Note: o.Note, LatePaid: o.LatePaid, Created: o.CreatedAt,
@@ -222,25 +232,18 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff, tickets []mode
 				Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger), Actor: f.Actor, At: f.CreatedAt})
 		}
 	}
-	ticketOf, anyTicket := map[key]map[string]int64{}, map[key]int64{}
-	for _, tk := range tickets {
-		k := key{tk.Type, tk.Key}
-		if ticketOf[k] == nil {
-			ticketOf[k] = map[string]int64{}
-		}
-		ticketOf[k][tk.Check] = tk.ID
-		if anyTicket[k] == 0 {
-			anyTicket[k] = tk.ID
-		}
+	diffsOf, keyTickets, keyNotes := map[key][]views.ChainDiff{}, map[key][]views.ChainDiff{}, map[key][]views.ChainDiff{}
+	for _, n := range rec.Own {
+		k := key{n.Resource, n.Key}
+		diffsOf[k] = append(diffsOf[k], views.ChainDiff{Check: n.Check, Expected: n.Expected, Actual: n.Actual, Ticket: n.Ticket})
 	}
-	diffsOf := map[key][]views.ChainDiff{}
-	for _, d := range diffs {
-		k := key{d.Resource, d.Key}
-		id := ticketOf[k][d.Check]
-		if id == 0 {
-			id = anyTicket[k]
+	for _, n := range rec.Keys {
+		k, d := key{n.Resource, n.Key}, views.ChainDiff{Check: n.Check, Expected: n.Expected, Actual: n.Actual, Ticket: n.Ticket}
+		if n.Live {
+			keyNotes[k] = append(keyNotes[k], d)
+		} else {
+			keyTickets[k] = append(keyTickets[k], d)
 		}
-		diffsOf[k] = append(diffsOf[k], views.ChainDiff{Check: d.Check, Expected: d.Expected, Actual: d.Actual, Ticket: id})
 	}
 	holds := append([]models.Hold{}, ch.Holds...)
 	sort.SliceStable(holds, func(i, j int) bool {
@@ -253,7 +256,8 @@ func (s *server) chainView(ch *models.Chain, diffs []models.Diff, tickets []mode
 		k := key{h.ResourceType, h.BizKey}
 		r := views.ChainResource{Type: string(h.ResourceType), Key: h.BizKey, KeyURL: s.store.KeyPage(h.ResourceType, h.BizKey),
 			Held: h.Qty, Released: h.Released,
-			Deducted: h.Deducted, Releases: releases[k], Diffs: diffsOf[k]}
+			Deducted: h.Deducted, Releases: releases[k], Diffs: diffsOf[k],
+			KeyTickets: keyTickets[k], KeyNotes: keyNotes[k]}
 		if t := tasks[k]; t != nil {
 			r.Task, r.TaskOp, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), string(t.Op), t.ID, string(t.ErrorClass), t.LastError
 			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason

@@ -112,7 +112,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 			"q-held":       "是 × 2",
 			"q-released":   "否 人工处理 锁定量不足 任务 #3",
 			"q-times":      "0 次",
-			"q-reconciles": "对不上 总量守恒：账本 10，实有 8 尚无工单：下次对账会开出 占用量：应为 2，实为 0 尚无工单：下次对账会开出",
+			"q-reconciles": "对得上 sku-1 整体对不上（与本订单无关） 总量守恒：账本 10，实有 8 尚无工单：下次对账会开出 占用量：应为 2，实为 0 尚无工单：下次对账会开出",
 		}
 		for id, want := range checks {
 			if got := markupText(testidElement(inv, id)); got != want {
@@ -146,8 +146,39 @@ func TestOrderChainManualInventory(t *testing.T) {
 		if got := markupText(testidElement(en, "rerun-inventory")); got != "Rerun Stock (1 task(s))" {
 			t.Errorf("English Rerun button = %q", got)
 		}
-		if got := markupText(testidElement(testidElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "no conservation: ledger 10, actual 8 no ticket yet: the next reconciliation opens one held: expected 2, actual 0 no ticket yet: the next reconciliation opens one" {
+		if got := markupText(testidElement(testidElement(en, "resource-inventory-sku-1"), "q-reconciles")); got != "yes sku-1 does not reconcile key-wide (not about this order) conservation: ledger 10, actual 8 no ticket yet: the next reconciliation opens one held: expected 2, actual 0 no ticket yet: the next reconciliation opens one" {
 			t.Errorf("English reconciles = %q", got)
+		}
+	})
+}
+
+// A SKU-wide diff with its open ticket is a neutral note on an order
+// whose own rows agree, linking the ticket; once the order's hold is
+// edited by hand, the order itself does not reconcile.
+func TestOrderChainKeyTicketNote(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		ordManualOrder(t, b)
+		_, err := b.s.RunReconciliation(b.ctx, "test", "test")
+		try(t, "reconcile", err)
+		var ticket int64
+		try(t, "ticket", b.s.R.Raw(`SELECT id FROM recon_diffs WHERE biz_key = 'sku-1' AND status <> 'RESOLVED'`).Scan(&ticket).Error)
+		for lang, want := range map[bool]string{
+			false: fmt.Sprintf("对得上 sku-1 有未解决的对账工单 #%d（与本订单无关）", ticket),
+			true:  fmt.Sprintf("yes sku-1 has an open ticket #%d (not about this order)", ticket),
+		} {
+			inv := testidElement(getPage(t, b, "/orders/m-1", lang, http.StatusOK), "resource-inventory-sku-1")
+			if got := markupText(testidElement(inv, "q-reconciles")); !strings.HasPrefix(got, want) {
+				t.Errorf("reconciles = %q, want it to start %q", got, want)
+			}
+			if got := mustHref(t, testidElement(inv, "q-keyticket"), "q-ticket-HELD"); got != fmt.Sprintf("/recon/diffs/%d", ticket) {
+				t.Errorf("the note links to %q", got)
+			}
+		}
+		try(t, "edit hold", b.s.W.Exec("UPDATE order_holds SET released = 1 WHERE order_no = 'm-1' AND resource_type = 'inventory'").Error)
+		inv := testidElement(getPage(t, b, "/orders/m-1", false, http.StatusOK), "resource-inventory-sku-1")
+		if got, want := markupText(testidElement(inv, "q-reconciles")), "对不上 本订单仍占用：本订单账本 2，订单行 1"; !strings.HasPrefix(got, want) {
+			t.Errorf("reconciles after the edit = %q, want it to start %q", got, want)
 		}
 	})
 }
