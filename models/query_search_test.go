@@ -71,7 +71,7 @@ func TestSearchFindsEveryKindByPrefixIgnoringCase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := "order:AB-100 order:ab-101 user:AB-user account:AB-user sku:Ab-sku-1 sku:ab-SKU-2 " +
+			want := "order:AB-100 order:ab-101 user:AB-user sku:Ab-sku-1 sku:ab-SKU-2 " +
 				"activity:ab-act slot:AB-seat gift_wrap:aB-box"
 			if got := strings.Join(hitKeys(r), " "); got != want {
 				t.Errorf("hits %s, want %s", got, want)
@@ -91,7 +91,7 @@ func TestSearchFindsEveryKindByPrefixIgnoringCase(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := strings.Join(hitKeys(r), " "); got != "user:AB-user account:AB-user" {
+			if got := strings.Join(hitKeys(r), " "); got != "user:AB-user" {
 				t.Errorf("hits of ab-user %s", got)
 			}
 			for _, g := range r.Groups {
@@ -102,6 +102,66 @@ func TestSearchFindsEveryKindByPrefixIgnoringCase(t *testing.T) {
 			// A LIKE wildcard is a character like any other.
 			if r, err := b.s.Search(b.ctx, "a_", 0); err != nil || len(r.Groups) != 0 {
 				t.Errorf("search a_: %v, %v; want nothing", hitKeys(r), err)
+			}
+		})
+	}
+}
+
+// A user is one hit whether orders or accounts name them, with their last
+// order; an order hit carries the balance and points it froze.
+func TestSearchListsAUserOnceWithTheirLastOrder(t *testing.T) {
+	t.Parallel()
+	for _, d := range modelstest.Engines {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, d, models.Options{})
+			must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku", 10, 0, "test"); return err })
+			for _, a := range []models.Asset{models.AssetBalance, models.AssetPoints} {
+				must(t, func() error { _, err := b.s.Credit(b.ctx, "user-084", a, 5000, "test"); return err })
+			}
+			must(t, func() error { _, err := b.s.Credit(b.ctx, "user-085", models.AssetPoints, 5, "test"); return err })
+			for _, o := range []struct {
+				no, user string
+				freeze   []models.Freeze
+			}{
+				{"O-1", "user-084", nil},
+				{"O-2", "user-084", []models.Freeze{{Asset: models.AssetBalance, Amount: 1234}, {Asset: models.AssetPoints, Amount: 20}}},
+				{"O-3", "user-083", nil},
+			} {
+				b.clock.Advance(time.Minute)
+				req := models.PlaceRequest{OrderNo: o.no, UserID: o.user, Items: []models.Item{{SkuID: "sku", Qty: 1}}, Freeze: o.freeze}
+				if _, _, err := b.s.PlaceOrder(b.ctx, req); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := b.s.Search(b.ctx, "user-08", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(hitKeys(r), " "); got != "user:user-083 user:user-084 user:user-085" {
+				t.Fatalf("hits %s, want each user once", got)
+			}
+			users := r.Groups[0].Hits
+			if u := users[1]; !u.Account || u.LastOrder == nil || u.LastOrder.No != "O-2" || u.LastOrder.Status != models.OrderPending ||
+				u.LastOrder.Frozen != (models.Frozen{Balance: 1234, Points: 20}) {
+				t.Errorf("user-084: %+v, last order %+v; want an account and O-2 freezing 1234 and 20", u, u.LastOrder)
+			}
+			if u := users[0]; u.Account || u.LastOrder == nil || u.LastOrder.No != "O-3" {
+				t.Errorf("user-083: %+v; want no account, last order O-3", u)
+			}
+			if u := users[2]; !u.Account || u.LastOrder != nil {
+				t.Errorf("user-085: %+v; want an account and no order", u)
+			}
+			r, err = b.s.Search(b.ctx, "O-", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(hitKeys(r), " "); got != "order:O-1 order:O-2 order:O-3" {
+				t.Fatalf("hits %s", got)
+			}
+			o1, o2 := r.Groups[0].Hits[0], r.Groups[0].Hits[1]
+			if o2.Status != string(models.OrderPending) || o2.Frozen != (models.Frozen{Balance: 1234, Points: 20}) || o1.Frozen != (models.Frozen{}) {
+				t.Errorf("O-1 %+v, O-2 %+v; want O-2 PENDING freezing 1234 and 20, O-1 nothing", o1, o2)
 			}
 		})
 	}
@@ -140,7 +200,7 @@ func TestSearchNumbersFindCouponsAndTasks(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r.Groups[0].Kind != models.SearchCoupon || r.Groups[0].Hits[0].UserID != "AB-user" ||
-				r.Groups[0].Hits[0].Status != "UNUSED" {
+				r.Groups[0].Hits[0].Status != "UNUSED" || r.Groups[0].Hits[0].Owner != "PLATFORM" {
 				t.Fatalf("search %d: %+v, want the coupon of AB-user", cp, r)
 			}
 		})

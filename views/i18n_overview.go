@@ -58,6 +58,8 @@ var overviewText = text{
 	"overview.latency.value":  {"耗时", "Time"},
 	"overview.lat.ms":         {"%d 毫秒", "%d ms"},
 	"overview.lat.s":          {"%s 秒", "%s s"},
+	"overview.lat.h":          {"%d 小时", "%d h"},
+	"overview.lat.d":          {"%d 天", "%d d"},
 
 	"overview.dur.s": {"%d 秒", "%d s"},
 	"overview.dur.m": {"%d 分钟", "%d min"},

@@ -3,8 +3,11 @@ package views
 // searchText is the text of the search box in the header and of its
 // results page.
 var searchText = text{
-	"search.label":       {"搜索", "Search"},
-	"search.placeholder": {"搜索订单号、用户、券、SKU、任务…", "Search orders, users, coupons, SKUs, tasks…"},
+	"search.label": {"搜索", "Search"},
+	// The placeholder fits the header's box at 1366 px (static/app.css);
+	// the title says everything the box finds.
+	"search.placeholder": {"搜索订单号、用户、券、SKU、任务…", "Order, user, SKU…"},
+	"search.box.title":   {"搜索订单号、用户、券、SKU、任务或资源键", "Search orders, users, coupons, SKUs, tasks or resource keys"},
 	"search.title":       {"搜索", "Search"},
 	"search.submit":      {"搜索", "Search"},
 	"search.hint": {"输入订单号、用户 ID、券号、SKU、任务号，或活动、座位/时段、资源的键：不区分大小写，输入开头几位即可。完全一致的那一项会直接打开。",
@@ -17,8 +20,7 @@ var searchText = text{
 	"search.nopage": {"暂无页面", "no page yet"},
 
 	"search.kind.order":    {"订单", "Orders"},
-	"search.kind.user":     {"用户的订单", "Users' orders"},
-	"search.kind.account":  {"用户的余额与积分", "Users' balances & points"},
+	"search.kind.user":     {"用户", "Users"},
 	"search.kind.coupon":   {"优惠券", "Coupons"},
 	"search.kind.sku":      {"SKU 库存", "SKU stock"},
 	"search.kind.task":     {"释放任务", "Release tasks"},
@@ -31,4 +33,8 @@ var searchText = text{
 	"search.user":        {"用户", "User"},
 	"search.order":       {"订单", "Order"},
 	"search.resource":    {"资源", "Resource"},
+	"search.frozen":      {"冻结 %s", "froze %s"},
+	"search.last":        {"最近订单", "Last order"},
+	"search.account":     {"余额与积分", "Balance & points"},
+	"search.comma":       {"，", ", "},
 }

@@ -389,14 +389,24 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 		for _, pg := range pages {
 			br.do(chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(css(`main`)))
 			shoot(pg.name + "-" + lang)
-			// At 1366 px the menu is one line and nothing runs off the
-			// page sideways.
+			// At 1366 px the menu is one line, nothing runs off the page
+			// sideways, and the header's search box shows its whole
+			// placeholder.
 			fit := br.eval(`(function () {
 				var tops = Array.from(document.querySelectorAll("header.top nav a")).map(function (a) { return a.getBoundingClientRect().top; });
 				var one = tops.length === 0 || Math.max.apply(null, tops) === Math.min.apply(null, tops);
-				return (one ? "one line" : "menu wraps") + ", " + (document.documentElement.scrollWidth <= window.innerWidth ? "fits" : "too wide: " + document.documentElement.scrollWidth);
+				var box = "";
+				var q = document.querySelector('[data-testid="search-q"]');
+				if (q) {
+					var st = getComputedStyle(q), ctx = document.createElement("canvas").getContext("2d");
+					ctx.font = st.font;
+					var room = q.clientWidth - parseFloat(st.paddingLeft) - parseFloat(st.paddingRight);
+					var need = ctx.measureText(q.placeholder).width;
+					box = need <= room ? ", placeholder fits" : ", placeholder cut: " + Math.ceil(need) + " px in " + room + " px";
+				}
+				return (one ? "one line" : "menu wraps") + ", " + (document.documentElement.scrollWidth <= window.innerWidth ? "fits" : "too wide: " + document.documentElement.scrollWidth) + box;
 			})()`)
-			if fit != "one line, fits" {
+			if fit != "one line, fits, placeholder fits" {
 				t.Errorf("%s in %s at 1366 px: %s", pg.path, lang, fit)
 			}
 		}

@@ -54,9 +54,10 @@ func (s *server) search(c *echo.Context) error {
 }
 
 // searchRow maps one hit to its row: its page, and the user, order or
-// resource it names.
+// resource it names; an order's frozen amounts, a user's last order and
+// balances.
 func (s *server) searchRow(g models.SearchGroup, h models.SearchHit) views.SearchRow {
-	r := views.SearchRow{Key: h.Key, Status: h.Status}
+	r := views.SearchRow{Key: h.Key, Status: h.Status, Owner: h.Owner, Frozen: views.SearchFrozen(h.Frozen)}
 	orderURL := func(no string) string { return "/orders/" + url.PathEscape(no) }
 	userURL := views.UserURL // a user links to their page: orders and accounts
 	link := func(label, code, text, to string) {
@@ -73,8 +74,13 @@ func (s *server) searchRow(g models.SearchGroup, h models.SearchHit) views.Searc
 		link("search.user", "", h.UserID, userURL(h.UserID))
 	case models.SearchUser:
 		r.URL = userURL(h.Key)
-	case models.SearchAccount:
-		r.URL = views.Query("/balances", "user", h.Key)
+		if o := h.LastOrder; o != nil {
+			r.Last = &views.SearchLastOrder{No: o.No, URL: orderURL(o.No), Status: string(o.Status), Created: o.CreatedAt,
+				Frozen: views.SearchFrozen(o.Frozen)}
+		}
+		if h.Account {
+			r.AccountURL = views.Query("/balances", "user", h.Key)
+		}
 	case models.SearchCoupon:
 		r.URL = s.store.KeyPage(models.ResCoupon, h.Key)
 		link("search.user", "", h.UserID, userURL(h.UserID))

@@ -53,6 +53,19 @@ func searchHits(body string) string {
 	return strings.Join(out, " ")
 }
 
+// searchRows are a results page's rows, in order.
+func searchRows(body string) []string {
+	var out []string
+	for {
+		row := testidElement(body, "search-hit")
+		if row == "" {
+			return out
+		}
+		out = append(out, row)
+		body = body[strings.Index(body, row)+len(row):]
+	}
+}
+
 func TestSearchRedirectsAnExactMatch(t *testing.T) {
 	t.Parallel()
 	eachEngineWith(t, withGiftWrap, func(t *testing.T, b bundle) {
@@ -71,6 +84,8 @@ func TestSearchRedirectsAnExactMatch(t *testing.T) {
 		redirects("AB-BOX", "/resources/gift_wrap/aB-box")
 		// One hit in all, though not exact.
 		redirects("xy-u", "/users/xy-u2")
+		// A user with orders and an account is one hit.
+		redirects("ab-u1", "/users/AB-u1")
 
 		cp, err := b.s.CreateCoupon(b.ctx, "xy-u2", models.CouponPlatform, b.clock.Now().Add(48*time.Hour), "test")
 		try(t, "coupon", err)
@@ -100,14 +115,14 @@ func TestSearchListsHitsByKind(t *testing.T) {
 	eachEngineWith(t, withGiftWrap, func(t *testing.T, b bundle) {
 		searchShop(t, b)
 		body := getPageBoth(t, b, "/search?q=aB", "", http.StatusOK)
-		want := "order: AB-100 ab-101 user: AB-u1 account: AB-u1 sku: Ab-sku-1 ab-SKU-2 " +
+		want := "order: AB-100 ab-101 user: AB-u1 sku: Ab-sku-1 ab-SKU-2 " +
 			"activity: ab-act slot: AB-seat gift_wrap: aB-box"
 		if got := searchHits(body); got != want {
 			t.Errorf("hits %q, want %q", got, want)
 		}
 		for id, href := range map[string]string{
 			"search-group-order": "/orders/AB-100", "search-group-user": "/users/AB-u1",
-			"search-group-account": "/balances?user=AB-u1", "search-group-sku": "/inventory/Ab-sku-1",
+			"search-group-sku":       "/inventory/Ab-sku-1",
 			"search-group-gift_wrap": "/resources/gift_wrap/aB-box",
 		} {
 			if got, _ := testidHref(testidElement(body, id), "search-hit-link"); got != href {
@@ -122,13 +137,67 @@ func TestSearchListsHitsByKind(t *testing.T) {
 		}
 		requireElement(t, body, "search-more", false)
 
-		// A user and their account match exactly: two hits, so the list.
-		body = getPage(t, b, "/search?q=ab-u1", true, http.StatusOK)
-		if got := searchHits(body); got != "user: AB-u1 account: AB-u1" {
-			t.Errorf("hits of ab-u1 %q", got)
-		}
 		body = getPage(t, b, "/search?q=nothing-here", true, http.StatusOK)
 		requireElement(t, body, "search-none", true)
+	})
+}
+
+// Each thing is one row with its status and a detail line: a user (of two
+// orders and an account) once, with their last order and a link to their
+// balances; an order with its status and what it froze; a coupon with its
+// state and owner.
+func TestSearchRowsSayWhatEachThingIs(t *testing.T) {
+	t.Parallel()
+	eachEngine(t, func(t *testing.T, b bundle) {
+		_, err := b.s.SetStock(b.ctx, "sku", 10, 0, "test")
+		try(t, "stock", err)
+		_, err = b.s.Credit(b.ctx, "user-084", models.AssetBalance, 5000, "test")
+		try(t, "credit", err)
+		for _, o := range []struct {
+			no, user string
+			freeze   int64
+		}{{"O-1", "user-084", 0}, {"O-2", "user-084", 1234}, {"O-3", "user-085", 0}} {
+			b.clock.Advance(time.Minute)
+			req := models.PlaceRequest{OrderNo: o.no, UserID: o.user, Items: []models.Item{{SkuID: "sku", Qty: 1}}}
+			if o.freeze > 0 {
+				req.Freeze = []models.Freeze{{Asset: models.AssetBalance, Amount: o.freeze}}
+			}
+			_, _, err := b.s.PlaceOrder(b.ctx, req)
+			try(t, "place "+o.no, err)
+		}
+		_, err = b.s.CloseOrder(b.ctx, "O-2", models.TriggerUserCancel, "test")
+		try(t, "close", err)
+
+		for _, en := range []bool{false, true} {
+			say := func(zh, english string) string { return map[bool]string{false: zh, true: english}[en] }
+			body := getPage(t, b, "/search?q=user-08", en, http.StatusOK)
+			if got := searchHits(body); got != "user: user-084 user-085" {
+				t.Fatalf("hits %q, want each user once", got)
+			}
+			rows := searchRows(body)
+			checkText(t, rows[0], "search-status", "—")
+			last := markupText(testidElement(rows[0], "search-last"))
+			if !strings.HasPrefix(last, say("最近订单 O-2 已关闭，", "Last order O-2 CLOSED, ")) ||
+				!strings.HasSuffix(last, say("，冻结 12.34 元", ", froze 12.34 yuan")) {
+				t.Errorf("user-084's last order reads %q", last)
+			}
+			if href, _ := testidHref(rows[0], "search-hit-link"); href != "/users/user-084" ||
+				!strings.Contains(rows[0], `href="/orders/O-2"`) || !strings.Contains(rows[0], `href="/balances?user=user-084"`) {
+				t.Errorf("user-084's row does not link the user, the last order and the balances:\n%s", rows[0])
+			}
+			if last := markupText(testidElement(rows[1], "search-last")); !strings.HasPrefix(last, say("最近订单 O-3 待处理，", "Last order O-3 PENDING, ")) {
+				t.Errorf("user-085's last order reads %q", last)
+			}
+
+			body = getPage(t, b, "/search?q=o-", en, http.StatusOK)
+			rows = searchRows(body)
+			if len(rows) != 3 {
+				t.Fatalf("%d order rows, want 3", len(rows))
+			}
+			checkText(t, rows[1], "search-status", say("已关闭", "CLOSED"))
+			checkText(t, rows[1], "search-frozen", say("冻结 12.34 元", "froze 12.34 yuan"))
+			requireElement(t, rows[0], "search-frozen", false)
+		}
 	})
 }
 
@@ -227,7 +296,7 @@ func TestSearchBoxOnEveryPage(t *testing.T) {
 				t.Errorf("%s: header search form %q", path, form)
 			}
 			if q := testidTag(body, "search-q"); !strings.Contains(q, `name="q"`) ||
-				!strings.Contains(q, `placeholder="Search orders, users, coupons, SKUs, tasks…"`) {
+				!strings.Contains(q, `placeholder="Order, user, SKU…"`) {
 				t.Errorf("%s: search box %q", path, q)
 			}
 		}
