@@ -61,7 +61,7 @@ var actionsText = text{
 	"tasks.picked.submit":  {"重跑勾选的任务", "Rerun the ticked tasks"},
 	"tasks.picked.confirm": {"确定重跑勾选的任务？", "Rerun the ticked tasks?"},
 	"tasks.picked.none":    {"请至少勾选一个任务。未做任何更改。", "Tick at least one task. Nothing was changed."},
-	"tasks.picked.done":    {"已将 %d 个任务置为待处理，worker 将立即执行。", "%d task(s) made due; the worker is releasing them now."},
+	"tasks.picked.done":    {"已将 %d 个任务置为待处理，等待 worker 执行；结果见任务列表。", "%d task(s) made due; a worker will try them, and the list shows how each ends."},
 	"tasks.picked.changed": {"另有 %d 个勾选的任务其间已变化，未重跑：%s", "%d ticked task(s) changed meanwhile and were left alone: %s"},
 	"tasks.picked.nothing": {"未做任何更改（NOTHING_TO_RERUN）：勾选的任务其间都已变化：%s", "Nothing was changed (NOTHING_TO_RERUN): every ticked task changed meanwhile: %s"},
 }

@@ -65,7 +65,6 @@ var tasksText = text{
 	"tasks.bulk.needstatus": {"只有 RETRY 或 MANUAL 状态的任务可以重跑（“仅已到期”只含 RETRY）。",
 		"Only RETRY and MANUAL tasks can be rerun (\"due now\" keeps only RETRY ones)."},
 	"tasks.bulk.howto":      {"在任务列表中选择一种资源类型，并只勾选 RETRY 和/或 MANUAL，然后点“批量重跑这些任务”。", "In the task list, choose one resource type and tick only RETRY and/or MANUAL, then press \"Rerun these tasks\"."},
-	"tasks.bulk.done":       {"已将 %d 个任务置为待处理，worker 将立即执行。", "%d task(s) made due; the worker is releasing them now."},
 	"tasks.bulk.nothing":    {"没有可重跑的任务（NOTHING_TO_RERUN）：符合条件的 RETRY/MANUAL 任务已不存在，可能已被处理。未做任何更改。", "Nothing to rerun (NOTHING_TO_RERUN): no RETRY/MANUAL task matches any more; they may have been handled. Nothing was changed."},
 	"tasks.bulk.noreason":   {"请填写重跑原因。未做任何更改。", "Give a reason for the rerun. Nothing was changed."},
 	"tasks.bulk.longreason": {"原因最多 %d 个字。未做任何更改。", "The reason may be at most %d characters. Nothing was changed."},
