@@ -27,6 +27,8 @@ var actionsText = text{
 	"tasks.why.other": {"%s：失败 %d 次 / 尝试 %d 次，最后一次：%s —— 排除故障后重跑",
 		"%s: %d failure(s) in %d tries, last: %s — fix the cause, then rerun"},
 
+	"tasks.detail.tickets":   {"这个资源键有未解决的对账工单：", "This key has unresolved reconciliation tickets:"},
+	"tasks.detail.ticket":    {"工单 #%d", "ticket #%d"},
 	"tasks.one.rerun":        {"重跑此任务", "Rerun this task"},
 	"tasks.one.rerun.help":   {"只让此任务立即重新到期，由 worker 执行；失败次数清零，并写入审计日志。", "Makes only this task due now; the worker releases it. Failures reset to 0, and the audit log keeps who and why."},
 	"tasks.one.rerun.submit": {"重跑此任务", "Rerun this task"},

@@ -97,6 +97,22 @@ func TestTasksKeyWindowAndWhy(t *testing.T) {
 		}
 		zh := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), false, http.StatusOK)
 		checkText(t, zh, "task-why", "库存不足：当前锁定 0，需要释放 1 —— 先修正库存，再重跑")
+		if testidTag(zh, "task-tickets") != "" {
+			t.Error("a key no run has looked at links a ticket")
+		}
+		// The hand edit is the key's diff: once a run opens its ticket,
+		// the task links to it.
+		if _, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test"); err != nil {
+			t.Fatal(err)
+		}
+		open, err := b.s.OpenTickets(b.ctx, []models.ResourceKey{{Type: models.ResInventory, Key: "sku-m"}})
+		if err != nil || len(open) == 0 {
+			t.Fatalf("sku-m's tickets: %v, %v", open, err)
+		}
+		zh = getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), false, http.StatusOK)
+		if href := mustHref(t, zh, "task-ticket"); href != fmt.Sprintf("/recon/diffs/%d", open[0].ID) {
+			t.Errorf("the task links %q, want sku-m's ticket %d", href, open[0].ID)
+		}
 		// Once the stock holds enough again, the reason says the cause is
 		// gone, from the numbers it shows.
 		try(t, "stock fixed", b.s.W.Exec("UPDATE inventory SET locked = 4 WHERE sku_id = 'sku-m'").Error)

@@ -256,6 +256,15 @@ func (s *server) taskDetail(c *echo.Context) error {
 	if t.Status.Rerunnable() {
 		v.RerunURL = "/orders/" + url.PathEscape(t.OrderNo) + "/resources/" + string(t.ResourceType) + "/rerun"
 	}
+	// The reconciliation tickets of the task's key: what ops works on the
+	// key is one click away from the task stuck on it.
+	tickets, err := s.store.OpenTickets(ctx, []models.ResourceKey{{Type: t.ResourceType, Key: t.BizKey}})
+	if err != nil {
+		return err
+	}
+	for _, tk := range tickets {
+		v.Tickets = append(v.Tickets, tk.ID)
+	}
 	for _, a := range t.AttemptLog {
 		v.Attempts = append(v.Attempts, views.TaskAttemptRow{ID: a.ID, Worker: a.Worker, Outcome: a.Outcome,
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
