@@ -316,24 +316,18 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 			}
 			// The key's tickets from before grouping give way to its one ticket.
 			note := fmt.Sprintf("grouped into ticket %d in run %d: closed automatically", id, run.ID)
-			res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
-				note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
-				WHERE resource_type = ? AND biz_key = ? AND checks = '' AND status <> 'RESOLVED' AND kind = 'DIFF'`,
-				true, now, now, note, note, g.resource, g.key)
-			if res.Error != nil {
-				return res.Error
+			n, err := autoClose(tx, now, note, "resource_type = ? AND biz_key = ? AND checks = '' AND kind = 'DIFF'", g.resource, g.key)
+			if err != nil {
+				return err
 			}
-			run.Closed += res.RowsAffected
+			run.Closed += n
 		}
-		res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
-			note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
-			WHERE status <> 'RESOLVED' AND last_run_id <> ? AND kind = 'DIFF'`,
-			true, now, now, fmt.Sprintf("gone in run %d: closed automatically", run.ID),
-			fmt.Sprintf("gone in run %d: closed automatically", run.ID), run.ID)
-		if res.Error != nil {
-			return res.Error
+		n, err := autoClose(tx, now, fmt.Sprintf("gone in run %d: closed automatically", run.ID),
+			"last_run_id <> ? AND kind = 'DIFF'", run.ID)
+		if err != nil {
+			return err
 		}
-		run.Closed += res.RowsAffected
+		run.Closed += n
 		cov, opened, closed, err := s.recordCoverage(tx, run, checks, now)
 		if err != nil {
 			return err
@@ -350,6 +344,15 @@ func (s *Store) recordDiffs(ctx context.Context, run *ReconRun, found []Diff, or
 		return tx.Model(run).Updates(map[string]any{"status": run.Status, "finished_at": now,
 			"found": run.Found, "opened": run.Opened, "closed": run.Closed}).Error
 	})
+}
+
+// autoClose resolves, as the system and saying why (note), the unresolved
+// tickets that match where, and returns how many it closed.
+func autoClose(tx *gorm.DB, now time.Time, note, where string, args ...any) (int64, error) {
+	res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
+		note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END
+		WHERE status <> 'RESOLVED' AND `+where, append([]any{true, now, now, note, note}, args...)...)
+	return res.RowsAffected, res.Error
 }
 
 // recordGroup keeps one key's diffs as its one unresolved ticket: it

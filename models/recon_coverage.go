@@ -268,19 +268,19 @@ func (s *Store) uncheckedTickets(tx *gorm.DB, run *ReconRun, t ResourceType, hc 
 		}
 		opened++
 	}
-	note := fmt.Sprintf("compared in run %d: closed automatically", run.ID)
+	var done []int64
 	for _, k := range hc.compared {
-		id, ok := ticket[k]
-		if !ok {
-			continue
+		if id, ok := ticket[k]; ok {
+			done = append(done, id)
 		}
-		res := tx.Exec(`UPDATE recon_diffs SET status = 'RESOLVED', auto_closed = ?, resolved_by = 'system', resolved_at = ?, updated_at = ?,
-			note = CASE WHEN note = '' THEN ? ELSE note || ' / ' || ? END WHERE id = ? AND status <> 'RESOLVED'`,
-			true, now, now, note, note, id)
-		if res.Error != nil {
-			return 0, 0, res.Error
+	}
+	note := fmt.Sprintf("compared in run %d: closed automatically", run.ID)
+	for part := range slices.Chunk(done, closeChunk) {
+		n, err := autoClose(tx, now, note, "id IN ?", part)
+		if err != nil {
+			return 0, 0, err
 		}
-		closed += res.RowsAffected
+		closed += n
 	}
 	return opened, closed, nil
 }
