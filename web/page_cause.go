@@ -13,12 +13,13 @@ import (
 // STATE_MISMATCH, NOT_FOUND), whether its cause is still there: the key's
 // held amount or the coupon's state now against what the task needs and
 // what the ledger says. nil for any other task: a retry is what it needs.
-func (s *server) taskCause(ctx context.Context, t models.ReleaseTask) (*views.TaskCause, error) {
+// back is the page asking, where a correction made from the link returns.
+func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back string) (*views.TaskCause, error) {
 	if t.Status != models.TaskManual {
 		return nil, nil
 	}
 	c := &views.TaskCause{Key: t.BizKey, Unit: string(t.ResourceType), Qty: t.Qty,
-		FixURL: withFor(s.store.KeyPage(t.ResourceType, t.BizKey), t.OrderNo), AbandonURL: views.TaskURL(t.ID)}
+		FixURL: withFor(s.store.KeyPage(t.ResourceType, t.BizKey), t.OrderNo, back), AbandonURL: views.TaskURL(t.ID)}
 	switch t.ErrorClass {
 	case models.ClassLockedShort:
 		l, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey)

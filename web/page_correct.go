@@ -44,13 +44,13 @@ func (s *server) counterFix(c *echo.Context, t models.ResourceType, key, unit st
 	return &views.CounterFix{Type: string(t), Key: key, Unit: unit,
 		Row:    [3]int64{l.Row.Available, l.Row.Locked, l.Row.Spent},
 		Ledger: [3]int64{l.Ledger.Available, l.Ledger.Locked, l.Ledger.Spent},
-		For:    fixFor(c), Back: c.Request().URL.RequestURI(), Max: models.MaxAmount}, nil
+		For:    fixFor(c), Back: fixBack(c), Max: models.MaxAmount}, nil
 }
 
 // couponFix reads a coupon and its ledger for its section on the coupon
 // page; nil when there is no such coupon.
 func (s *server) couponFix(c *echo.Context, id int64) (*views.CouponFix, error) {
-	v := &views.CouponFix{ID: id, For: fixFor(c), Back: c.Request().URL.RequestURI()}
+	v := &views.CouponFix{ID: id, For: fixFor(c), Back: fixBack(c)}
 	l, err := s.store.CouponLedgerOf(c.Request().Context(), id)
 	switch {
 	case errors.Is(err, models.ErrNotFound):
@@ -188,14 +188,28 @@ func correctionWords(p views.Page, t models.ResourceType, fix models.Correction)
 }
 
 // withFor adds ?for=order to a key page's URL, so the page's correction is
-// made for that order.
-func withFor(page, order string) string {
+// made for that order, and &back=, where the correction returns (the page
+// itself when "").
+func withFor(page, order, back string) string {
 	if page == "" || order == "" {
 		return page
+	}
+	q := url.Values{"for": {order}}
+	if back != "" {
+		q.Set("back", back)
 	}
 	sep := "?"
 	if strings.Contains(page, "?") {
 		sep = "&"
 	}
-	return page + sep + "for=" + url.QueryEscape(order) + "#fix"
+	return page + sep + q.Encode() + "#fix"
+}
+
+// fixBack is where a key page's correction returns: the page that sent the
+// operator here (?back=, a path of ours), or the key page itself.
+func fixBack(c *echo.Context) string {
+	if back := c.QueryParam("back"); back != "" && localPath(back) == back {
+		return back
+	}
+	return c.Request().URL.RequestURI()
 }

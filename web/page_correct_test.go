@@ -79,8 +79,10 @@ func TestFixStockFromTheDashboard(t *testing.T) {
 			if got := causeOf(body); got != "short.row" {
 				t.Errorf("%s page: cause %q, want short.row", name, got)
 			}
-			if href := attrOf(testidTag(body, "cause-fix"), "href"); href != "/inventory/sku-f?for=f-1#fix" {
-				t.Errorf("%s page: fix link %q", name, href)
+			back := map[string]string{"task": fmt.Sprintf("/tasks/%d", id), "preview": "/orders/f-1/resources/inventory/rerun"}[name]
+			want := "/inventory/sku-f?" + (url.Values{"back": {back}, "for": {"f-1"}}).Encode() + "#fix"
+			if href := attrOf(testidTag(body, "cause-fix"), "href"); href != want {
+				t.Errorf("%s page: fix link %q, want %q", name, href, want)
 			}
 		}
 		if strings.Contains(testidElement(preview, "rerun-ledger"), "will release") {
@@ -146,16 +148,21 @@ func TestFixCouponFromTheDashboard(t *testing.T) {
 		fixStopped(t, b, "f-2", cp.ID, "UPDATE user_coupons SET status = 'UNUSED', order_no = NULL WHERE id = ?", cp.ID)
 		id := tkTaskOf(t, b, "f-2", models.ResCoupon)
 		task := getPage(t, b, fmt.Sprintf("/tasks/%d", id), true, http.StatusOK)
-		fix := fmt.Sprintf("/coupons?coupon=%d&for=f-2#fix", cp.ID)
+		fix := fmt.Sprintf("/coupons?coupon=%d&back=%%2Ftasks%%2F%d&for=f-2#fix", cp.ID, id)
 		if got, href := causeOf(task), attrOf(testidTag(task, "cause-fix"), "href"); got != "coupon.row" || href != fix {
 			t.Fatalf("task page: cause %q linking %q, want coupon.row linking %q", got, href, fix)
 		}
 		page := strings.TrimSuffix(fix, "#fix")
-		if body := getPage(t, b, page, true, http.StatusOK); testidTag(body, "fix-form") == "" {
-			t.Fatalf("the coupon page does not offer to put it back:\n%s", testidElement(body, "fix"))
+		body := getPage(t, b, page, true, http.StatusOK)
+		form := testidElement(body, "fix-form")
+		if form == "" || !strings.Contains(form, fmt.Sprintf(`name="back" value="/tasks/%d"`, id)) {
+			t.Fatalf("the coupon page does not offer to put it back, returning to the task:\n%s", testidElement(body, "fix"))
 		}
-		_, body := followPost(t, b, postForm(b, fmt.Sprintf("/resources/coupon/%d/correct", cp.ID),
-			url.Values{"reason": {"given back by hand"}, "for": {"f-2"}, "back": {page}}, true), true)
+		loc, body := followPost(t, b, postForm(b, fmt.Sprintf("/resources/coupon/%d/correct", cp.ID),
+			url.Values{"reason": {"given back by hand"}, "for": {"f-2"}, "back": {fmt.Sprintf("/tasks/%d", id)}}, true), true)
+		if loc != fmt.Sprintf("/tasks/%d", id) {
+			t.Errorf("the correction went back to %s, not the task", loc)
+		}
 		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "put back to Locked") && !strings.Contains(flash, "put back to LOCKED") {
 			t.Errorf("coupon correction: flash %q", flash)
 		}
@@ -172,10 +179,11 @@ func TestResourceKeyRouteEveryType(t *testing.T) {
 	t.Parallel()
 	eachEngineWith(t, fixBundle, func(t *testing.T, b bundle) {
 		for path, want := range map[string]string{
-			"/resources/inventory/sku-f?for=f-1": "/inventory/sku-f?for=f-1#fix",
-			"/resources/coupon/7":                "/coupons?coupon=7",
-			"/resources/balance/u1":              "/balances?asset=BALANCE&user=u1",
-			"/resources/points/u1":               "/balances?asset=POINTS&user=u1",
+			"/resources/inventory/sku-f?for=f-1":               "/inventory/sku-f?for=f-1#fix",
+			"/resources/inventory/sku-f?for=f-1&back=/tasks/3": "/inventory/sku-f?back=%2Ftasks%2F3&for=f-1#fix",
+			"/resources/coupon/7":                              "/coupons?coupon=7",
+			"/resources/balance/u1":                            "/balances?asset=BALANCE&user=u1",
+			"/resources/points/u1":                             "/balances?asset=POINTS&user=u1",
 		} {
 			rec := servePage(b, path, "en", "")
 			if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != want {

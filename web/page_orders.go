@@ -401,7 +401,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 		if f := rc.Released; f != nil {
 			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
 				Actor: f.Actor, At: f.CreatedAt}
-		} else if rt.Cause, err = s.taskCause(c.Request().Context(), t); err != nil {
+		} else if rt.Cause, err = s.taskCause(c.Request().Context(), t, c.Request().URL.Path); err != nil {
 			return err
 		}
 		v.Tasks = append(v.Tasks, rt)

@@ -90,7 +90,7 @@ func (s *server) resourceKey(c *echo.Context) error {
 	if _, ok := s.declaredParam(c); !ok {
 		t := models.ResourceType(c.Param("type"))
 		if page := s.store.KeyPage(t, c.Param("key")); page != "" {
-			return c.Redirect(http.StatusSeeOther, withFor(page, fixFor(c)))
+			return c.Redirect(http.StatusSeeOther, withFor(page, fixFor(c), c.QueryParam("back")))
 		}
 	}
 	return s.renderResourceKey(c, http.StatusOK, false, "")

@@ -265,7 +265,7 @@ func (s *server) taskDetail(c *echo.Context) error {
 	for _, tk := range tickets {
 		v.Tickets = append(v.Tickets, tk.ID)
 	}
-	if v.Cause, err = s.taskCause(ctx, t.ReleaseTask); err != nil {
+	if v.Cause, err = s.taskCause(ctx, t.ReleaseTask, c.Request().URL.Path); err != nil {
 		return err
 	}
 	if v.Cause != nil {
