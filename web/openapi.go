@@ -103,6 +103,8 @@ var apiOps = map[string]apiOp{
 		Body: putCounterBody{}, Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/resources/:type/:key": {Summary: "Read one key of any counter type, built in or declared",
 		Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404}},
+	"POST /api/v1/resources/:type/:key/correct": {Summary: "Correct a key changed outside unhold, with a reason: a counter's held and spent amounts go back to its ledger's and available becomes what was counted; a coupon goes back to its ledger's state. Written as an ADJUST row (trigger CORRECTION) and audited; 409 NOTHING_TO_CORRECT when it already agrees",
+		Body: correctBody{}, Status: http.StatusOK, Resp: correctView{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/coupons": {Summary: "Issue an UNUSED coupon to a user",
 		Body: createCouponBody{}, Status: http.StatusCreated, Resp: couponView{}, Errors: []int{400, 415}},
 	"GET /api/v1/coupons/:coupon_id": {Summary: "Read a coupon",

@@ -85,6 +85,11 @@ func (s *server) couponLedger(c *echo.Context) error {
 			v.UserCoupons = append(v.UserCoupons, now)
 		}
 	}
+	if q.CouponID != 0 {
+		if v.Fix, err = s.couponFix(c, q.CouponID); err != nil {
+			return err
+		}
+	}
 	return render(c, http.StatusOK, views.CouponsPage(p, v))
 }
 

@@ -401,6 +401,8 @@ func (s *server) rerunPreview(c *echo.Context) error {
 		if f := rc.Released; f != nil {
 			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
 				Actor: f.Actor, At: f.CreatedAt}
+		} else if rt.Cause, err = s.taskCause(c.Request().Context(), t, c.Request().URL.Path); err != nil {
+			return err
 		}
 		v.Tasks = append(v.Tasks, rt)
 	}
@@ -438,6 +440,13 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 		}
 		return redirectWithFlash(c, views.RerunURL(no, string(typ)), false, msg)
 	}
+	// The tasks the rerun will make due, to wait for their tries after.
+	var ids []int64
+	if ch, err := s.store.OrderChain(ctx, no); err == nil {
+		for _, rc := range ch.Rerunnable(typ) {
+			ids = append(ids, rc.Task.ID)
+		}
+	}
 	n, err := s.store.Rerun(ctx, no, typ, actor(c), reason)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
@@ -446,7 +455,41 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 		return s.orderNotFound(c, no, err)
 	}
 	s.wakeWorker()
-	return redirectWithFlash(c, chain, true, t.Tf("orders.flash.done", n))
+	if s.rerunWait <= 0 || len(ids) == 0 {
+		return redirectWithFlash(c, chain, true, t.Tf("orders.flash.done", n))
+	}
+	return s.rerunOutcome(c, chain, ids)
+}
+
+// rerunOutcome waits, up to rerunWait in all, for a try of each task a
+// rerun made due, and goes back to the chain saying how they ended: all
+// released, which failed again and why, or which no worker finished yet.
+func (s *server) rerunOutcome(c *echo.Context, chain string, ids []int64) error {
+	ctx := c.Request().Context()
+	p := flashPage(c)
+	deadline := time.Now().Add(s.rerunWait)
+	var failed, waiting []string
+	for _, id := range ids {
+		task, err := s.awaitTry(ctx, id, deadline)
+		if err != nil {
+			return err
+		}
+		switch task.Status {
+		case models.TaskDone, models.TaskSuperseded, models.TaskAbandoned:
+		case models.TaskRetry, models.TaskManual:
+			failed = append(failed, p.Tf("tasks.one.failed", id, p.Code(string(task.Status)),
+				p.Class(string(task.ErrorClass)), p.Say(task.LastError)))
+		default:
+			waiting = append(waiting, p.Tf("tasks.one.waiting", id, s.rerunWait))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return redirectWithFlash(c, chain, false, strings.Join(append(failed, waiting...), " "))
+	case len(waiting) > 0:
+		return redirectWithFlash(c, chain, true, strings.Join(waiting, " "))
+	}
+	return redirectWithFlash(c, chain, true, p.Tf("orders.flash.released", len(ids)))
 }
 
 // viewerLang is the viewer's language, for a message made before a redirect.

@@ -265,6 +265,13 @@ func (s *server) taskDetail(c *echo.Context) error {
 	for _, tk := range tickets {
 		v.Tickets = append(v.Tickets, tk.ID)
 	}
+	if v.Cause, err = s.taskCause(ctx, t.ReleaseTask, c.Request().URL.Path); err != nil {
+		return err
+	}
+	if v.Cause != nil {
+		// The abandon form is on this page.
+		v.Cause.AbandonURL = ""
+	}
 	for _, a := range t.AttemptLog {
 		v.Attempts = append(v.Attempts, views.TaskAttemptRow{ID: a.ID, Worker: a.Worker, Outcome: a.Outcome,
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
@@ -319,7 +326,7 @@ func (s *server) taskRerun(c *echo.Context) error {
 	if s.rerunWait <= 0 {
 		return redirectWithFlash(c, back, true, p.Tf("tasks.one.done", id))
 	}
-	t, err := s.awaitTry(ctx, id)
+	t, err := s.awaitTry(ctx, id, time.Now().Add(s.rerunWait))
 	if err != nil {
 		return err
 	}
@@ -334,9 +341,8 @@ func (s *server) taskRerun(c *echo.Context) error {
 }
 
 // awaitTry reads task id until a try of it has ended (it is no longer
-// PENDING) or rerunWait has passed, and returns it as last read.
-func (s *server) awaitTry(ctx context.Context, id int64) (*models.ChainTask, error) {
-	deadline := time.Now().Add(s.rerunWait)
+// PENDING) or the deadline has passed, and returns it as last read.
+func (s *server) awaitTry(ctx context.Context, id int64, deadline time.Time) (*models.ChainTask, error) {
 	for {
 		t, err := s.store.Task(ctx, id)
 		if err != nil || t.Status != models.TaskPending || !time.Now().Before(deadline) {
