@@ -19,7 +19,8 @@ func TaskWhy(p Page, r TaskRow) string {
 	if r.Status != "MANUAL" {
 		return ""
 	}
-	last := taskShort(r.LastError, whyErrLen)
+	// The reason quotes the error in the viewer's language.
+	last := taskShort(p.ErrText(r.LastError), whyErrLen)
 	switch r.Class {
 	case classExhausted:
 		return p.Tf("tasks.why.exhausted", r.Failures, r.MaxFailures, p.Class(r.LastClass), last)

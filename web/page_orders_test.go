@@ -137,7 +137,7 @@ func TestOrderChainManualInventory(t *testing.T) {
 		}
 		tl := testidElement(body, "timeline")
 		for _, want := range []string{`data-testid="event-status"`, `data-testid="event-flow"`, `data-testid="event-attempt"`,
-			"占用量小于要释放的数量", "下单", "关单"} {
+			"库存 sku-1 当前占用少于订单 m-1 要释放的 2", "下单", "关单"} {
 			if !strings.Contains(tl, want) {
 				t.Errorf("timeline lacks %q", want)
 			}
@@ -271,7 +271,7 @@ func TestRerunPreview(t *testing.T) {
 				t.Fatalf("no task row:\n%s", body)
 			}
 			lastErr := markupText(testidElement(row, "rerun-last-error"))
-			said := map[bool]string{false: "占用量小于要释放的数量", true: "held amount is smaller than the release"}[en]
+			said := map[bool]string{false: "库存 sku-1 当前占用少于订单 m-1 要释放的 2", true: "held amount is smaller than the release"}[en]
 			if !strings.Contains(lastErr, said) || !strings.Contains(lastErr, map[bool]string{false: "锁定量不足", true: "LOCKED_SHORT"}[en]) {
 				t.Errorf("last error = %q", lastErr)
 			}

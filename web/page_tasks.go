@@ -335,7 +335,7 @@ func (s *server) taskRerun(c *echo.Context) error {
 		return redirectWithFlash(c, back, true, p.Tf("tasks.one.released", id))
 	case models.TaskRetry, models.TaskManual:
 		return redirectWithFlash(c, back, false, p.Tf("tasks.one.failed", id, p.Code(string(t.Status)),
-			p.Class(string(t.ErrorClass)), p.Say(t.LastError)))
+			p.Class(string(t.ErrorClass)), p.ErrText(t.LastError)))
 	}
 	return redirectWithFlash(c, back, true, p.Tf("tasks.one.waiting", id, s.rerunWait))
 }
