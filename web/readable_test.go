@@ -129,7 +129,11 @@ func readablePages(t *testing.T, b bundle) []string {
 		fmt.Sprintf("/tasks/%d", task), "/inventory", "/inventory/sku-2", "/coupons", "/balances",
 		"/reports/daily", "/recon", "/jobs", "/audit", fmt.Sprintf("/audit/%d", audit), "/search?q=sku",
 		"/admin/users", "/admin/tokens", "/account/password",
-		"/orders/cpn-1", "/orders/late-cpn", fmt.Sprintf("/tasks/%d", couponTask), "/tasks?status=MANUAL"}
+		"/orders/cpn-1", "/orders/late-cpn", fmt.Sprintf("/tasks/%d", couponTask), "/tasks?status=MANUAL",
+		"/orders/short-1/resources/inventory/rerun", "/orders/cpn-1/resources/coupon/rerun", "/inventory/sku-2?for=short-1"}
+	var coupon int64
+	try(t, "coupon", b.s.R.Raw("SELECT CAST(biz_key AS INTEGER) FROM release_tasks WHERE id = ?", couponTask).Scan(&coupon).Error)
+	pages = append(pages, fmt.Sprintf("/coupons?coupon=%d", coupon))
 	if diff != 0 {
 		pages = append(pages, fmt.Sprintf("/recon/diffs/%d", diff))
 	}
