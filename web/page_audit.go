@@ -85,14 +85,15 @@ func (s *server) auditPage(c *echo.Context) error {
 			bad("audit.bad.action")
 		}
 	}
-	// From the start of "from" to the end of "to", the last day shown.
+	// From the start of "from" to the end of "to", the last day shown,
+	// both the shop's days.
 	if v.From != "" {
-		if f.From, _, err = ledgerDay("from", v.From, p.Loc); err != nil {
+		if f.From, _, err = ledgerDay("from", v.From, p.ShopLoc); err != nil {
 			bad("audit.bad.date")
 		}
 	}
 	if v.To != "" {
-		if _, f.To, err = ledgerDay("to", v.To, p.Loc); err != nil {
+		if _, f.To, err = ledgerDay("to", v.To, p.ShopLoc); err != nil {
 			bad("audit.bad.date")
 		}
 	}
