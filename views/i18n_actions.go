@@ -4,7 +4,7 @@ package views
 // abandon), of the bulk rerun's ticked list and of grouped tickets.
 var actionsText = text{
 	"tasks.f.key":  {"资源键（需选资源类型）", "Key (with its type)"},
-	"tasks.f.from": {"创建于此后（RFC 3339）", "Created from (RFC 3339)"},
+	"tasks.f.from": {"创建于此后", "Created from"},
 	"tasks.f.to":   {"创建于此前（不含）", "Created before"},
 
 	"tasks.why.exhausted": {"%d/%d 次尝试均失败，最后一次（%s）：%s —— 排除故障后重跑", "%d of %d tries failed, last (%s): %s — fix the cause, then rerun"},

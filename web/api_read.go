@@ -122,7 +122,7 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 // repeatable; type, class, older, order, key, from, to, due) and sort, a
 // page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
-	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams())
+	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams(), nil)
 	if err != nil {
 		return err
 	}

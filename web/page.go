@@ -24,7 +24,7 @@ const (
 func (s *server) page(c *echo.Context, title, active string) views.Page {
 	r := c.Request()
 	p := views.Page{Lang: views.LangZH, Title: title, Active: active, URL: r.URL.RequestURI(), Now: s.store.Now(), Loc: s.loc,
-		CSRF: csrfToken(c), Labels: s.labels, Counters: s.counters}
+		ShopLoc: s.loc, CSRF: csrfToken(c), Labels: s.labels, Counters: s.counters}
 	if who := principalOf(c); who != nil {
 		p.User, p.Role = who.Name, string(who.Role)
 	}

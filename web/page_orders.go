@@ -21,7 +21,7 @@ import (
 // creation date, newest or oldest first, one keyset page at a time.
 func (s *server) ordersList(c *echo.Context) error {
 	p := s.page(c, "orders.title", "orders")
-	f, q, err := parseOrdersQuery(c, p.Loc)
+	f, q, err := parseOrdersQuery(c, p.ShopLoc)
 	if err != nil {
 		return err
 	}
@@ -66,8 +66,8 @@ func trimPastedInput(s string) string {
 }
 
 // parseOrdersQuery reads the list's filters (release: a models.ReleaseState); a bad one is a 400 that says
-// what it should look like. Dates are days in the viewer's time zone, both
-// ends included.
+// what it should look like. Dates are days in loc, the shop's business zone
+// (UNHOLD_TZ), whatever the viewer's zone, both ends included.
 func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, models.OrderQuery, error) {
 	f := views.OrdersFilter{
 		No:      trimPastedInput(c.QueryParam("no")),
