@@ -32,14 +32,48 @@ import (
 // TriggerCorrection marks the ADJUST row of an operator's correction.
 const TriggerCorrection Trigger = "CORRECTION"
 
-// CounterLedger is a counter key's row beside what its ledger sums to.
+// CounterLedger is a counter key's row beside what its ledger sums to,
+// and what PENDING orders and unfinished release tasks hold of it.
 type CounterLedger struct {
-	Row    CounterState `json:"row"`
-	Ledger CounterState `json:"ledger"`
+	Row      CounterState `json:"row"`
+	Ledger   CounterState `json:"ledger"`
+	Expected int64        `json:"expected_held"`
 }
 
 // Agrees tells whether the row is what its ledger says.
 func (c CounterLedger) Agrees() bool { return c.Row == c.Ledger }
+
+// ShortCause is where a key stands for a release that found too little
+// held (LOCKED_SHORT).
+type ShortCause string
+
+// Short causes.
+const (
+	// ShortChanged: the key's held amount is not its ledger's: it was
+	// changed outside unhold, and a correction puts it back.
+	ShortChanged ShortCause = "row"
+	// ShortGone: the row agrees with its ledger and holds what PENDING
+	// orders and unfinished tasks need: a rerun releases without taking
+	// another order's hold.
+	ShortGone ShortCause = "gone"
+	// ShortElsewhere: the row agrees with its ledger, but together they
+	// hold less than orders and tasks need: what the task would give back
+	// came back another way, and no rerun can give it back again.
+	ShortElsewhere ShortCause = "ledger"
+)
+
+// Short says where the key stands for a release that found too little
+// held. Holding at least the task's qty is not enough: the rest may be
+// other orders' holds, which a release would then take.
+func (c CounterLedger) Short() ShortCause {
+	switch {
+	case c.Row.Locked != c.Ledger.Locked:
+		return ShortChanged
+	case c.Row.Locked >= c.Expected:
+		return ShortGone
+	}
+	return ShortElsewhere
+}
 
 // Correction is what a correction did: the row before and after, and the
 // qty of its ADJUST row (what the ledger records as added or taken).
@@ -71,7 +105,12 @@ func (s *Store) CounterLedgerOf(ctx context.Context, t ResourceType, key string)
 		if err != nil {
 			return err
 		}
-		out = CounterLedger{Row: row.state(), Ledger: sum.state()}
+		pending, tasks, err := s.expectedHeld(tx, []ResourceType{t}, []string{key})
+		if err != nil {
+			return err
+		}
+		k := ResourceKey{t, key}
+		out = CounterLedger{Row: row.state(), Ledger: sum.state(), Expected: pending[k].Q + tasks[k].Q}
 		return nil
 	})
 	return out, err

@@ -47,11 +47,12 @@ var fixText = text{
 
 // causeText says a stopped task's cause as read now (views.TaskCause).
 var causeText = text{
-	"cause.short.gone": {"原因已消除：当前锁定 %s，本任务释放 %s，重跑将释放。", "The cause is gone: %s held now, this task gives back %s; a rerun will release."},
-	"cause.short.row": {"原因仍在：当前锁定 %s，本任务需释放 %s；账本记的锁定是 %s，说明有人在 unhold 之外改过它。先校正，再重跑。",
-		"The cause is still there: %s held now, this task gives back %s; the ledger says %s is held, so someone changed it outside unhold. Correct it first, then rerun."},
-	"cause.short.ledger": {"原因仍在：当前锁定 %s，本任务需释放 %s，账本也只记了 %s：这部分已经以别的方式回来了，重跑无法释放。请管理员放弃此任务，并查看对账工单。",
-		"The cause is still there: %s held now, this task gives back %s, and the ledger too says only %s: it came back another way, and no rerun can release it. An admin abandons the task; see the reconciliation tickets."},
+	"cause.short.gone": {"原因已消除：当前锁定 %s，与账本一致，够待支付订单和未完成任务所需（含本任务 %s），重跑将释放。",
+		"The cause is gone: %s held now agrees with the ledger and covers what pending orders and unfinished tasks need, this task's %s included; a rerun will release."},
+	"cause.short.row": {"原因仍在：当前锁定 %s，账本记为 %s，说明有人在 unhold 之外改过它；此时重跑可能拿走别的订单的占用。先校正，再重跑。",
+		"The cause is still there: %s held now, the ledger says %s, so someone changed it outside unhold; a rerun now could take another order's hold. Correct it first, then rerun."},
+	"cause.short.ledger": {"原因仍在：当前锁定 %s，与账本一致，但待支付订单和未完成任务需要 %s（含本任务 %s）：差额已经以别的方式回来了，重跑无法如数释放。请管理员放弃此任务，并查看对账工单。",
+		"The cause is still there: %s held now agrees with the ledger, but pending orders and unfinished tasks need %s, this task's %s included: the difference came back another way, and no rerun can give it back again. An admin abandons the task; see the reconciliation tickets."},
 	"cause.coupon.gone": {"原因已消除：这张券又由本订单锁定，重跑将释放。", "The cause is gone: the coupon is held by this order again; a rerun will release."},
 	"cause.coupon.row": {"原因仍在：这张券现在是%s（占用订单 %s），账本记的是%s，说明有人在 unhold 之外改过它。先恢复为账本状态，再重跑。",
 		"The cause is still there: the coupon is %s now (held by %s), its ledger says %s, so someone changed it outside unhold. Put it back to the ledger's state first, then rerun."},

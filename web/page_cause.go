@@ -30,15 +30,8 @@ func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back strin
 		if err != nil {
 			return nil, err
 		}
-		c.Held, c.Ledger = l.Row.Locked, l.Ledger.Locked
-		switch {
-		case c.Held >= c.Qty:
-			c.Kind = "short.gone"
-		case c.Ledger >= c.Qty:
-			c.Kind = "short.row"
-		default:
-			c.Kind = "short.ledger"
-		}
+		c.Held, c.Ledger, c.Expected = l.Row.Locked, l.Ledger.Locked, l.Expected
+		c.Kind = "short." + string(l.Short())
 	case models.ClassStateMismatch:
 		if t.ResourceType != models.ResCoupon {
 			return nil, nil

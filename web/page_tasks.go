@@ -190,20 +190,23 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []views.TaskRow {
 	now := s.store.Now()
 	rows := make([]views.TaskRow, 0, len(tasks))
-	held := map[models.ResourceKey]*int64{}
+	held := map[models.ResourceKey]*models.CounterLedger{}
 	for _, t := range tasks {
 		r := s.taskRow(t, now)
 		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
 			k := models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}
-			h, ok := held[k]
+			l, ok := held[k]
 			if !ok {
 				// Only counters have a held amount; the reason then says less.
-				if st, err := s.store.Counter(ctx, t.ResourceType, t.BizKey); err == nil {
-					h = &st.Locked
+				if cl, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey); err == nil {
+					l = &cl
 				}
-				held[k] = h
+				held[k] = l
 			}
-			r.HeldNow = h
+			if l != nil {
+				r.HeldNow, r.Short = &l.Row.Locked, string(l.Short())
+				r.LedgerHeld, r.ExpectedHeld = l.Ledger.Locked, l.Expected
+			}
 		}
 		rows = append(rows, r)
 	}

@@ -117,9 +117,12 @@ func TestBrowserThreeJobs(t *testing.T) {
 			n := 0
 			shoot := func() {
 				t.Helper()
-				shot, err := chromedp.Run(br.Ctx, chromedp.FullScreenshot(100))
+				sctx, cancel := context.WithTimeout(br.Ctx, 30*time.Second)
+				defer cancel()
+				shot, err := chromedp.Run(sctx, chromedp.FullScreenshot(100))
 				if err != nil {
-					t.Fatalf("screenshot: %v", err)
+					loc, _ := chromedp.Run(br.Ctx, chromedp.Location())
+					t.Fatalf("screenshot %s-%s-%d on %s: %v", name, lang, n, loc, err)
 				}
 				if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.png", name, lang, n)), shot, 0o644); err != nil {
 					t.Fatal(err)
@@ -130,7 +133,22 @@ func TestBrowserThreeJobs(t *testing.T) {
 			return func(sel string) {
 				t.Helper()
 				n++
-				br.Do(chromedp.Click(css(sel)), chromedp.WaitVisible(css(`main`)))
+				// Every click of a job opens a page: wait for the new one,
+				// not the old one the click leaves.
+				br.Eval(`window.unholdOldPage = true; ""`)
+				br.Do(chromedp.Click(css(sel)))
+				deadline := time.Now().Add(20 * time.Second)
+				for {
+					v, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](
+						`window.unholdOldPage || document.readyState !== "complete" || !document.querySelector("main") ? "old" : "new"`))
+					if err == nil && v == "new" {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s-%s: click %d on %s opened no page", name, lang, n, sel)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
 				shoot()
 			}, func() int { return n }
 		}
@@ -194,13 +212,13 @@ func TestBrowserThreeJobs(t *testing.T) {
 		}
 		n := clicks() + 1
 		br.Do(chromedp.Click(css(`[data-testid="report-csv"]`)))
-		csv := awaitDownload(t, downloads)
+		file, csv := awaitDownload(t, downloads)
 		if n > 3 {
 			t.Errorf("%s: yesterday's totals took %d clicks, want at most 3", lang, n)
 		}
 		unit := map[string]string{"zh": "元", "en": "yuan"}[lang]
-		if !strings.Contains(csv, unit) || !strings.Contains(csv, yesterday.Format("2006-01-02")) {
-			t.Errorf("%s: the totals CSV lacks the day or the balance's unit %q:\n%s", lang, unit, csv)
+		if !strings.Contains(csv, unit) || !strings.Contains(filepath.Base(file), yesterday.Format("2006-01-02")) {
+			t.Errorf("%s: the totals CSV %s is not the day's or lacks the balance's unit %q:\n%s", lang, filepath.Base(file), unit, csv)
 		}
 	}
 	if v := br.CSPViolations(); v != "" {
@@ -259,8 +277,8 @@ func csvFiles(t *testing.T, dir string) []string {
 }
 
 // awaitDownload waits for the browser to finish saving one CSV in dir and
-// returns its text.
-func awaitDownload(t *testing.T, dir string) string {
+// returns its path and text.
+func awaitDownload(t *testing.T, dir string) (string, string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -269,7 +287,7 @@ func awaitDownload(t *testing.T, dir string) string {
 			if err != nil {
 				t.Fatal(err)
 			}
-			return string(b)
+			return files[0], string(b)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no CSV downloaded into %s", dir)
