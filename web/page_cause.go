@@ -30,15 +30,7 @@ func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back strin
 		if err != nil {
 			return nil, err
 		}
-		c.Held, c.Ledger = l.Row.Locked, l.Ledger.Locked
-		switch {
-		case c.Held >= c.Qty:
-			c.Kind = "short.gone"
-		case c.Ledger >= c.Qty:
-			c.Kind = "short.row"
-		default:
-			c.Kind = "short.ledger"
-		}
+		c.Kind = heldCause(c, l)
 	case models.ClassStateMismatch:
 		if t.ResourceType != models.ResCoupon {
 			return nil, nil
@@ -72,19 +64,40 @@ func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back strin
 		}
 	case models.ClassNotFound:
 		// Counters only: a coupon's or a slot's row is never deleted.
-		_, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey)
+		l, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey)
 		switch {
-		case err == nil:
-			c.Kind = "missing.gone"
 		case errors.Is(err, models.ErrNotFound):
 			c.Kind = "missing"
+			return c, nil
 		case errors.Is(err, models.ErrInvalid):
 			return nil, nil
-		default:
+		case err != nil:
 			return nil, err
+		}
+		// The key is there again, but a row made anew (set_stock, a
+		// script) holds nothing: what it holds decides, as for a short one.
+		if c.Kind = heldCause(c, l); c.Kind == "short.gone" {
+			c.Kind = "missing.gone"
 		}
 	default:
 		return nil, nil
 	}
 	return c, nil
+}
+
+// heldCause reads a counter key's hold for a stopped task into c and says
+// which cause it is. The cause is gone only when the row holds what the
+// task gives back and no less than its ledger says: a row short of its
+// ledger is short of some order's hold, and while another order's hold
+// covers the task, a rerun would give back that one and its release would
+// stop next.
+func heldCause(c *views.TaskCause, l models.CounterLedger) string {
+	c.Held, c.Ledger = l.Row.Locked, l.Ledger.Locked
+	switch {
+	case c.Held >= c.Qty && c.Held >= c.Ledger:
+		return "short.gone"
+	case c.Ledger >= c.Qty:
+		return "short.row"
+	}
+	return "short.ledger"
 }
