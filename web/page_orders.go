@@ -528,7 +528,7 @@ func (s *server) rerunOutcome(c *echo.Context, chain string, ids []int64) error 
 		case models.TaskDone, models.TaskSuperseded, models.TaskAbandoned:
 		case models.TaskRetry, models.TaskManual:
 			failed = append(failed, p.Tf("tasks.one.failed", id, p.Code(string(task.Status)),
-				p.Class(string(task.ErrorClass)), p.Say(task.LastError)))
+				p.Class(string(task.ErrorClass)), p.ErrText(task.LastError)))
 		default:
 			waiting = append(waiting, p.Tf("tasks.one.waiting", id, s.rerunWait))
 		}
