@@ -122,7 +122,8 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		raw := strings.TrimSpace(r.PostForm.Get("available"))
 		n, perr := strconv.ParseInt(raw, 10, 64)
 		if perr != nil || strings.TrimLeft(raw, "0123456789") != "" || n > models.MaxAmount {
-			return redirectWithFlash(c, back, false, p.Tf("fix.flash.bad", p.Num(models.MaxAmount), raw))
+			// What was typed comes back cut: the flash is a cookie.
+			return redirectWithFlash(c, back, false, p.Tf("fix.flash.bad", p.Num(models.MaxAmount), clipTyped(raw)))
 		}
 		fix, err := s.store.CorrectCounter(ctx, t, key, n, reason, forOrder, actor(c))
 		if err != nil {
@@ -134,6 +135,14 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		msg += " " + p.Tf("fix.flash.rerun", forOrder)
 	}
 	return redirectWithFlash(c, back, true, msg)
+}
+
+// clipTyped cuts what was typed, echoed in a message, to 40 characters.
+func clipTyped(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 // correctFailed maps a refused correction: nothing to correct goes back
