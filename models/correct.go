@@ -115,8 +115,8 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 	if !ValidKey(key) {
 		return Correction{}, invalid("key must be 1-64 letters, digits or -_.:")
 	}
-	if available < 0 || available > MaxAmount {
-		return Correction{}, invalid("available must be from 0 to %d", int64(MaxAmount))
+	if most := c.mostAvailable(); available < 0 || available > most {
+		return Correction{}, invalid("available must be from 0 to %d", most)
 	}
 	if reason, err = RerunReason(reason); err != nil {
 		return Correction{}, err
@@ -180,6 +180,27 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 		return Correction{}, fmt.Errorf("correct %s %s: %w", t, key, err)
 	}
 	return out, nil
+}
+
+// CorrectMax is the most available amount a correction of a key of type t
+// takes: see mostAvailable. 0 for a type that is not counted.
+func (s *Store) CorrectMax(t ResourceType) int64 {
+	c, err := s.counterOf(t)
+	if err != nil {
+		return 0
+	}
+	return c.mostAvailable()
+}
+
+// mostAvailable bounds what a correction sets available to. A counter
+// with a bound on its total (an account: MaxBalance, which credits add up
+// to) may hold that much; any other is set up to MaxAmount at a time, as
+// its own set route takes.
+func (c *counter) mostAvailable() int64 {
+	if c.maxTotal > 0 {
+		return c.maxTotal
+	}
+	return MaxAmount
 }
 
 // target is the audit target of one key: "sku:…" for stock (as set_stock

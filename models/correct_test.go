@@ -209,3 +209,29 @@ func counterFix(b bundle, t models.ResourceType, key string, n int64, reason str
 	_, err := b.s.CorrectCounter(b.ctx, t, key, n, reason, "", "ops")
 	return err
 }
+
+// An account may hold up to MaxBalance, far past what one credit adds
+// (MaxAmount): its correction takes what was counted up to that bound,
+// which it checks with the held and spent amounts, as a credit does.
+func TestCorrectBalancePastOneCredit(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for range 3 {
+			must(t, func() error { _, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, models.MaxAmount, "test"); return err })
+		}
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE accounts SET available = available - 7 WHERE uid = 'u1' AND asset = 'BALANCE'").Error
+		})
+		fix, err := b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", 3*models.MaxAmount, "counted", "", "ops")
+		if err != nil {
+			t.Fatalf("correcting an account of %d: %v", 3*models.MaxAmount, err)
+		}
+		if fix.After.Available != 3*models.MaxAmount || fix.Recorded != 0 {
+			t.Fatalf("correction %+v, want all %d back and nothing recorded", fix, 3*models.MaxAmount)
+		}
+		_, err = b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", models.MaxBalance+1, "counted", "", "ops")
+		if !errors.Is(err, models.ErrInvalid) && !errors.Is(err, models.ErrBalanceOverflow) {
+			t.Fatalf("a correction past MaxBalance: %v, want refused", err)
+		}
+		b.assertReconciles(t)
+	})
+}
