@@ -216,7 +216,10 @@ func counterFix(b bundle, t models.ResourceType, key string, n int64, reason str
 func TestCorrectBalancePastOneCredit(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		for range 3 {
-			must(t, func() error { _, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, models.MaxAmount, "test"); return err })
+			must(t, func() error {
+				_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, models.MaxAmount, "test")
+				return err
+			})
 		}
 		must(t, func() error {
 			return b.s.W.Exec("UPDATE accounts SET available = available - 7 WHERE uid = 'u1' AND asset = 'BALANCE'").Error
