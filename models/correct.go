@@ -327,6 +327,17 @@ func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor 
 		if l.Agrees() {
 			return ErrNothingToCorrect
 		}
+		if l.Status == CouponLocked {
+			holds, err := orderHoldsCoupon(tx, *l.OrderNo, id)
+			if err != nil {
+				return err
+			}
+			if !holds {
+				return fmt.Errorf("%w: coupon %d's ledger says %s by %s, but %s holds it no longer (it is not PENDING, and no release of the coupon is unfinished): "+
+					"put back, the coupon would be held for nothing that will ever release it; resolve the reconciliation ticket instead",
+					ErrInvalid, id, l.Status, *l.OrderNo, *l.OrderNo)
+			}
+		}
 		cp := l.Coupon
 		err = tx.Exec(`INSERT INTO coupon_flows (order_no, coupon_id, user_id, owner, type, epoch, trigger_type,
 			status_before, status_after, expire_before, expire_after, actor, created_at)
@@ -354,6 +365,21 @@ func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor 
 		return CouponLedger{}, fmt.Errorf("correct coupon %s: %w", key, err)
 	}
 	return out, nil
+}
+
+// orderHoldsCoupon tells whether order no still holds coupon id as
+// reconciliation expects a LOCKED coupon to be held: the order PENDING with
+// its hold, or a release of the coupon unfinished. A coupon LOCKED by an
+// order that holds it no longer (closed, its release finished or
+// abandoned) is a release missed for good.
+func orderHoldsCoupon(tx *gorm.DB, no string, id int64) (bool, error) {
+	key := strconv.FormatInt(id, 10)
+	var n int64
+	err := tx.Raw(`SELECT (SELECT COUNT(*) FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.order_no = ? AND h.resource_type = ? AND h.biz_key = ? AND o.status = 'PENDING')
+		+ (SELECT COUNT(*) FROM release_tasks WHERE order_no = ? AND resource_type = ? AND biz_key = ?
+			AND status IN ('PENDING','RETRY','MANUAL'))`, no, ResCoupon, key, no, ResCoupon, key).Scan(&n).Error
+	return n > 0, err
 }
 
 func couponState(st CouponStatus, order *string) string {

@@ -238,3 +238,37 @@ func TestCorrectBalancePastOneCredit(t *testing.T) {
 		b.assertReconciles(t)
 	})
 }
+
+// A coupon given back by hand whose release an admin then abandoned (the
+// hold was settled elsewhere): its ledger's last row is still the order's
+// LOCK, but the order is closed and nothing will ever release the coupon
+// again. Putting it back to LOCKED would take the customer's coupon for
+// an order that holds nothing; the correction refuses, and changes
+// nothing.
+func TestCorrectCouponNotForAnOrderThatLetItGo(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := b.shop(t)
+		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-1", cp)); err != nil {
+			t.Fatal(err)
+		}
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE user_coupons SET status = 'UNUSED', order_no = NULL WHERE id = ?", cp).Error
+		})
+		task := b.stoppedTask(t, "o-1", models.ResCoupon, models.ClassStateMismatch)
+		must(t, func() error { return b.s.AbandonTask(b.ctx, task.ID, "admin", "given back by hand") })
+		_, err := b.s.CorrectCoupon(b.ctx, task.BizKey, "the ledger says locked", "", "ops")
+		if !errors.Is(err, models.ErrInvalid) || !strings.Contains(err.Error(), "o-1") {
+			t.Fatalf("putting it back for o-1: %v, want refused naming the order", err)
+		}
+		got, err := b.s.GetCoupon(b.ctx, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != models.CouponUnused || got.OrderNo != nil {
+			t.Fatalf("coupon after the refused correction: %s held by %v, want UNUSED as it was", got.Status, got.OrderNo)
+		}
+		if n := b.audits(t, "action = 'correct'"); n != 0 {
+			t.Fatalf("the refused correction wrote %d audit entries", n)
+		}
+	})
+}
