@@ -24,7 +24,9 @@ import (
 //     really has (added by hand, say) is kept and recorded, and the ledger
 //     sums to the row again.
 //   - A coupon goes back to the state its last ledger row left it in, held
-//     by the order that row names when it is LOCKED or USED.
+//     by the order that row names when it is LOCKED or USED; LOCKED only
+//     for an order that still holds it, since one that let it go (its
+//     release abandoned after a hand edit) would hold it for good.
 //
 // So after a correction the key's ledger checks reconcile; whether its
 // holds do is left to reconciliation, which a correction cannot talk round.
@@ -305,7 +307,9 @@ func couponLedger(tx *gorm.DB, id int64, lock string) (CouponLedger, error) {
 
 // CorrectCoupon puts a coupon back in the state its ledger left it in
 // (status, holder and expiry), with an ADJUST row (trigger CORRECTION) and
-// an audit entry that keeps reason; forOrder as CorrectCounter's.
+// an audit entry that keeps reason; forOrder as CorrectCounter's. A ledger
+// that says LOCKED by an order that holds the coupon no longer is
+// ErrInvalid (see orderHoldsCoupon).
 func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor string) (CouponLedger, error) {
 	id, err := strconv.ParseInt(key, 10, 64)
 	if err != nil || id <= 0 {
