@@ -136,6 +136,9 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 		if !found {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, t, key)
 		}
+		if err := checkFor(tx, forOrder, t, key); err != nil {
+			return err
+		}
 		sum, err := c.keySum(tx, key)
 		if err != nil {
 			return err
@@ -222,6 +225,25 @@ func (c *counter) change(before, after counterRow) string {
 
 func (c *counter) amounts(r counterRow) string {
 	return fmt.Sprintf("%s %d, %s %d, %s %d", c.avail, r.Avail, c.held, r.Held, c.spent, r.Spent)
+}
+
+// checkFor refuses a correction for an order (forOrder, "" for none) that
+// never held the key: the entry written under it would put another key's
+// change in that order's chain, and the page would offer its rerun.
+func checkFor(tx *gorm.DB, forOrder string, t ResourceType, key string) error {
+	if forOrder == "" {
+		return nil
+	}
+	var n int64
+	err := tx.Raw("SELECT COUNT(*) FROM order_holds WHERE order_no = ? AND resource_type = ? AND biz_key = ?", forOrder, t, key).
+		Scan(&n).Error
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: order %s did not hold %s %s: the correction cannot be for it", ErrInvalid, forOrder, t, key)
+	}
+	return nil
 }
 
 // auditCorrection writes a correction's audit entry under its key and,
@@ -326,6 +348,9 @@ func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor 
 		now := s.Now()
 		l, err := couponLedger(tx, id, s.forUpdate())
 		if err != nil {
+			return err
+		}
+		if err := checkFor(tx, forOrder, ResCoupon, strconv.FormatInt(id, 10)); err != nil {
 			return err
 		}
 		if l.Agrees() {

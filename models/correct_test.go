@@ -164,6 +164,10 @@ func TestCorrectCouponGivenBackByHand(t *testing.T) {
 func TestCorrectBadInput(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := b.shop(t)
+		if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-2", UserID: "u1",
+			Items: []models.Item{{SkuID: "sku-2", Qty: 1}}}); err != nil {
+			t.Fatal(err)
+		}
 		cases := []struct {
 			name string
 			fix  func() error
@@ -181,6 +185,20 @@ func TestCorrectBadInput(t *testing.T) {
 			{"not a counter", func() error { return counterFix(b, models.ResSlot, "seat-1", 0, "r") }, models.ErrInvalid},
 			{"bad order", func() error {
 				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o 1", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"for no such order", func() error {
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-9", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"for an order that did not hold the key", func() error {
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-2", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"coupon for an order that did not hold it", func() error {
+				must(t, func() error { return b.s.W.Exec("UPDATE user_coupons SET status = 'EXPIRED' WHERE id = ?", cp).Error })
+				defer must(t, func() error { return b.s.W.Exec("UPDATE user_coupons SET status = 'UNUSED' WHERE id = ?", cp).Error })
+				_, err := b.s.CorrectCoupon(b.ctx, strconv.FormatInt(cp, 10), "r", "o-2", "ops")
 				return err
 			}, models.ErrInvalid},
 			{"coupon id", func() error { _, err := b.s.CorrectCoupon(b.ctx, "x1", "r", "", "ops"); return err }, models.ErrInvalid},
