@@ -24,7 +24,9 @@ import (
 //     really has (added by hand, say) is kept and recorded, and the ledger
 //     sums to the row again.
 //   - A coupon goes back to the state its last ledger row left it in, held
-//     by the order that row names when it is LOCKED or USED.
+//     by the order that row names when it is LOCKED or USED; LOCKED only
+//     for an order that still holds it, since one that let it go (its
+//     release abandoned after a hand edit) would hold it for good.
 //
 // So after a correction the key's ledger checks reconcile; whether its
 // holds do is left to reconciliation, which a correction cannot talk round.
@@ -154,8 +156,8 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 	if !ValidKey(key) {
 		return Correction{}, invalid("key must be 1-64 letters, digits or -_.:")
 	}
-	if available < 0 || available > MaxAmount {
-		return Correction{}, invalid("available must be from 0 to %d", int64(MaxAmount))
+	if most := c.mostAvailable(); available < 0 || available > most {
+		return Correction{}, invalid("available must be from 0 to %d", most)
 	}
 	if reason, err = RerunReason(reason); err != nil {
 		return Correction{}, err
@@ -172,6 +174,9 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 		}
 		if !found {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, t, key)
+		}
+		if err := checkFor(tx, forOrder, t, key); err != nil {
+			return err
 		}
 		sum, err := c.keySum(tx, key)
 		if err != nil {
@@ -221,6 +226,27 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 	return out, nil
 }
 
+// CorrectMax is the most available amount a correction of a key of type t
+// takes: see mostAvailable. 0 for a type that is not counted.
+func (s *Store) CorrectMax(t ResourceType) int64 {
+	c, err := s.counterOf(t)
+	if err != nil {
+		return 0
+	}
+	return c.mostAvailable()
+}
+
+// mostAvailable bounds what a correction sets available to. A counter
+// with a bound on its total (an account: MaxBalance, which credits add up
+// to) may hold that much; any other is set up to MaxAmount at a time, as
+// its own set route takes.
+func (c *counter) mostAvailable() int64 {
+	if c.maxTotal > 0 {
+		return c.maxTotal
+	}
+	return MaxAmount
+}
+
 // target is the audit target of one key: "sku:…" for stock (as set_stock
 // writes), "type:key" otherwise.
 func (c *counter) target(key string) string {
@@ -238,6 +264,25 @@ func (c *counter) change(before, after counterRow) string {
 
 func (c *counter) amounts(r counterRow) string {
 	return fmt.Sprintf("%s %d, %s %d, %s %d", c.avail, r.Avail, c.held, r.Held, c.spent, r.Spent)
+}
+
+// checkFor refuses a correction for an order (forOrder, "" for none) that
+// never held the key: the entry written under it would put another key's
+// change in that order's chain, and the page would offer its rerun.
+func checkFor(tx *gorm.DB, forOrder string, t ResourceType, key string) error {
+	if forOrder == "" {
+		return nil
+	}
+	var n int64
+	err := tx.Raw("SELECT COUNT(*) FROM order_holds WHERE order_no = ? AND resource_type = ? AND biz_key = ?", forOrder, t, key).
+		Scan(&n).Error
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: order %s did not hold %s %s: the correction cannot be for it", ErrInvalid, forOrder, t, key)
+	}
+	return nil
 }
 
 // auditCorrection writes a correction's audit entry under its key and,
@@ -323,7 +368,9 @@ func couponLedger(tx *gorm.DB, id int64, lock string) (CouponLedger, error) {
 
 // CorrectCoupon puts a coupon back in the state its ledger left it in
 // (status, holder and expiry), with an ADJUST row (trigger CORRECTION) and
-// an audit entry that keeps reason; forOrder as CorrectCounter's.
+// an audit entry that keeps reason; forOrder as CorrectCounter's. A ledger
+// that says LOCKED by an order that holds the coupon no longer is
+// ErrInvalid (see orderHoldsCoupon).
 func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor string) (CouponLedger, error) {
 	id, err := strconv.ParseInt(key, 10, 64)
 	if err != nil || id <= 0 {
@@ -342,8 +389,22 @@ func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor 
 		if err != nil {
 			return err
 		}
+		if err := checkFor(tx, forOrder, ResCoupon, strconv.FormatInt(id, 10)); err != nil {
+			return err
+		}
 		if l.Agrees() {
 			return ErrNothingToCorrect
+		}
+		if l.Status == CouponLocked {
+			holds, err := orderHoldsCoupon(tx, *l.OrderNo, id)
+			if err != nil {
+				return err
+			}
+			if !holds {
+				return fmt.Errorf("%w: coupon %d's ledger says %s by %s, but %s holds it no longer (it is not PENDING, and no release of the coupon is unfinished): "+
+					"put back, the coupon would be held for nothing that will ever release it; resolve the reconciliation ticket instead",
+					ErrInvalid, id, l.Status, *l.OrderNo, *l.OrderNo)
+			}
 		}
 		cp := l.Coupon
 		err = tx.Exec(`INSERT INTO coupon_flows (order_no, coupon_id, user_id, owner, type, epoch, trigger_type,
@@ -372,6 +433,21 @@ func (s *Store) CorrectCoupon(ctx context.Context, key, reason, forOrder, actor 
 		return CouponLedger{}, fmt.Errorf("correct coupon %s: %w", key, err)
 	}
 	return out, nil
+}
+
+// orderHoldsCoupon tells whether order no still holds coupon id as
+// reconciliation expects a LOCKED coupon to be held: the order PENDING with
+// its hold, or a release of the coupon unfinished. A coupon LOCKED by an
+// order that holds it no longer (closed, its release finished or
+// abandoned) is a release missed for good.
+func orderHoldsCoupon(tx *gorm.DB, no string, id int64) (bool, error) {
+	key := strconv.FormatInt(id, 10)
+	var n int64
+	err := tx.Raw(`SELECT (SELECT COUNT(*) FROM order_holds h JOIN orders o ON o.order_no = h.order_no
+			WHERE h.order_no = ? AND h.resource_type = ? AND h.biz_key = ? AND o.status = 'PENDING')
+		+ (SELECT COUNT(*) FROM release_tasks WHERE order_no = ? AND resource_type = ? AND biz_key = ?
+			AND status IN ('PENDING','RETRY','MANUAL'))`, no, ResCoupon, key, no, ResCoupon, key).Scan(&n).Error
+	return n > 0, err
 }
 
 func couponState(st CouponStatus, order *string) string {

@@ -174,6 +174,10 @@ func TestCorrectCouponGivenBackByHand(t *testing.T) {
 func TestCorrectBadInput(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		cp := b.shop(t)
+		if _, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-2", UserID: "u1",
+			Items: []models.Item{{SkuID: "sku-2", Qty: 1}}}); err != nil {
+			t.Fatal(err)
+		}
 		cases := []struct {
 			name string
 			fix  func() error
@@ -191,6 +195,20 @@ func TestCorrectBadInput(t *testing.T) {
 			{"not a counter", func() error { return counterFix(b, models.ResSlot, "seat-1", 0, "r") }, models.ErrInvalid},
 			{"bad order", func() error {
 				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o 1", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"for no such order", func() error {
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-9", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"for an order that did not hold the key", func() error {
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-2", "ops")
+				return err
+			}, models.ErrInvalid},
+			{"coupon for an order that did not hold it", func() error {
+				must(t, func() error { return b.s.W.Exec("UPDATE user_coupons SET status = 'EXPIRED' WHERE id = ?", cp).Error })
+				defer must(t, func() error { return b.s.W.Exec("UPDATE user_coupons SET status = 'UNUSED' WHERE id = ?", cp).Error })
+				_, err := b.s.CorrectCoupon(b.ctx, strconv.FormatInt(cp, 10), "r", "o-2", "ops")
 				return err
 			}, models.ErrInvalid},
 			{"coupon id", func() error { _, err := b.s.CorrectCoupon(b.ctx, "x1", "r", "", "ops"); return err }, models.ErrInvalid},
@@ -218,4 +236,67 @@ func TestCorrectBadInput(t *testing.T) {
 func counterFix(b bundle, t models.ResourceType, key string, n int64, reason string) error {
 	_, err := b.s.CorrectCounter(b.ctx, t, key, n, reason, "", "ops")
 	return err
+}
+
+// An account may hold up to MaxBalance, far past what one credit adds
+// (MaxAmount): its correction takes what was counted up to that bound,
+// which it checks with the held and spent amounts, as a credit does.
+func TestCorrectBalancePastOneCredit(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		for range 3 {
+			must(t, func() error {
+				_, err := b.s.Credit(b.ctx, "u1", models.AssetBalance, models.MaxAmount, "test")
+				return err
+			})
+		}
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE accounts SET available = available - 7 WHERE uid = 'u1' AND asset = 'BALANCE'").Error
+		})
+		fix, err := b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", 3*models.MaxAmount, "counted", "", "ops")
+		if err != nil {
+			t.Fatalf("correcting an account of %d: %v", 3*models.MaxAmount, err)
+		}
+		if fix.After.Available != 3*models.MaxAmount || fix.Recorded != 0 {
+			t.Fatalf("correction %+v, want all %d back and nothing recorded", fix, 3*models.MaxAmount)
+		}
+		_, err = b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", models.MaxBalance+1, "counted", "", "ops")
+		if !errors.Is(err, models.ErrInvalid) && !errors.Is(err, models.ErrBalanceOverflow) {
+			t.Fatalf("a correction past MaxBalance: %v, want refused", err)
+		}
+		b.assertReconciles(t)
+	})
+}
+
+// A coupon given back by hand whose release an admin then abandoned (the
+// hold was settled elsewhere): its ledger's last row is still the order's
+// LOCK, but the order is closed and nothing will ever release the coupon
+// again. Putting it back to LOCKED would take the customer's coupon for
+// an order that holds nothing; the correction refuses, and changes
+// nothing.
+func TestCorrectCouponNotForAnOrderThatLetItGo(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		cp := b.shop(t)
+		if _, _, err := b.s.PlaceOrder(b.ctx, fullOrder("o-1", cp)); err != nil {
+			t.Fatal(err)
+		}
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE user_coupons SET status = 'UNUSED', order_no = NULL WHERE id = ?", cp).Error
+		})
+		task := b.stoppedTask(t, "o-1", models.ResCoupon, models.ClassStateMismatch)
+		must(t, func() error { return b.s.AbandonTask(b.ctx, task.ID, "admin", "given back by hand") })
+		_, err := b.s.CorrectCoupon(b.ctx, task.BizKey, "the ledger says locked", "", "ops")
+		if !errors.Is(err, models.ErrInvalid) || !strings.Contains(err.Error(), "o-1") {
+			t.Fatalf("putting it back for o-1: %v, want refused naming the order", err)
+		}
+		got, err := b.s.GetCoupon(b.ctx, cp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != models.CouponUnused || got.OrderNo != nil {
+			t.Fatalf("coupon after the refused correction: %s held by %v, want UNUSED as it was", got.Status, got.OrderNo)
+		}
+		if n := b.audits(t, "action = 'correct'"); n != 0 {
+			t.Fatalf("the refused correction wrote %d audit entries", n)
+		}
+	})
 }

@@ -30,8 +30,7 @@ func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back strin
 		if err != nil {
 			return nil, err
 		}
-		c.Held, c.Ledger, c.Expected = l.Row.Locked, l.Ledger.Locked, l.Expected
-		c.Kind = "short." + string(l.Short())
+		c.Kind = heldCause(c, l)
 	case models.ClassStateMismatch:
 		if t.ResourceType != models.ResCoupon {
 			return nil, nil
@@ -65,19 +64,33 @@ func (s *server) taskCause(ctx context.Context, t models.ReleaseTask, back strin
 		}
 	case models.ClassNotFound:
 		// Counters only: a coupon's or a slot's row is never deleted.
-		_, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey)
+		l, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey)
 		switch {
-		case err == nil:
-			c.Kind = "missing.gone"
 		case errors.Is(err, models.ErrNotFound):
 			c.Kind = "missing"
+			return c, nil
 		case errors.Is(err, models.ErrInvalid):
 			return nil, nil
-		default:
+		case err != nil:
 			return nil, err
+		}
+		// The key is there again, but a row made anew (set_stock, a
+		// script) holds nothing: what it holds decides, as for a short one.
+		if c.Kind = heldCause(c, l); c.Kind == "short.gone" {
+			c.Kind = "missing.gone"
 		}
 	default:
 		return nil, nil
 	}
 	return c, nil
+}
+
+// heldCause reads a counter key's hold for a stopped task into c and says
+// which cause it is (models.CounterLedger.Short). Holding what the task
+// gives back is not enough: a row short of its ledger is short of some
+// order's hold, and while another order's hold covers the task, a rerun
+// would give back that one and its release would stop next.
+func heldCause(c *views.TaskCause, l models.CounterLedger) string {
+	c.Held, c.Ledger, c.Expected = l.Row.Locked, l.Ledger.Locked, l.Expected
+	return "short." + string(l.Short())
 }

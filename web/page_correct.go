@@ -44,7 +44,7 @@ func (s *server) counterFix(c *echo.Context, t models.ResourceType, key, unit st
 	return &views.CounterFix{Type: string(t), Key: key, Unit: unit,
 		Row:    [3]int64{l.Row.Available, l.Row.Locked, l.Row.Spent},
 		Ledger: [3]int64{l.Ledger.Available, l.Ledger.Locked, l.Ledger.Spent},
-		For:    fixFor(c), Back: fixBack(c), Max: models.MaxAmount}, nil
+		For:    fixFor(c), Back: fixBack(c), Max: s.store.CorrectMax(t)}, nil
 }
 
 // couponFix reads a coupon and its ledger for its section on the coupon
@@ -119,10 +119,15 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		}
 		msg = p.Tf("fix.flash.coupon", key, state)
 	} else {
+		most := s.store.CorrectMax(t)
+		if most == 0 {
+			return invalidf("%s is not counted: it has no amounts to correct", t)
+		}
 		raw := strings.TrimSpace(r.PostForm.Get("available"))
 		n, perr := strconv.ParseInt(raw, 10, 64)
-		if perr != nil || strings.TrimLeft(raw, "0123456789") != "" || n > models.MaxAmount {
-			return redirectWithFlash(c, back, false, p.Tf("fix.flash.bad", p.Num(models.MaxAmount), raw))
+		// What was typed comes back cut: the flash is a cookie.
+		if perr != nil || strings.TrimLeft(raw, "0123456789") != "" || n > most {
+			return redirectWithFlash(c, back, false, p.Tf("fix.flash.bad", p.Num(most), clipTyped(raw)))
 		}
 		fix, err := s.store.CorrectCounter(ctx, t, key, n, reason, forOrder, actor(c))
 		if err != nil {
@@ -134,6 +139,14 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		msg += " " + p.Tf("fix.flash.rerun", forOrder)
 	}
 	return redirectWithFlash(c, back, true, msg)
+}
+
+// clipTyped cuts what was typed, echoed in a message, to 40 characters.
+func clipTyped(s string) string {
+	if r := []rune(s); len(r) > 40 {
+		return string(r[:40]) + "…"
+	}
+	return s
 }
 
 // correctFailed maps a refused correction: nothing to correct goes back

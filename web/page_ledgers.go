@@ -27,11 +27,25 @@ func ledgerParam(c *echo.Context, name string) string {
 // ledgerDay is the day named YYYY-MM-DD in loc as [start, end): a day in a
 // zone with daylight saving may last 23 or 25 hours.
 func ledgerDay(name, value string, loc *time.Location) (start, end time.Time, err error) {
-	d, err := time.ParseInLocation(ledgerDayLayout, value, loc)
+	d, err := time.Parse(ledgerDayLayout, value)
 	if err != nil {
 		return time.Time{}, time.Time{}, invalidf("%s must be a date like 2026-11-29, not %q", name, value)
 	}
-	return d, d.AddDate(0, 0, 1), nil
+	return dayStart(d.Year(), d.Month(), d.Day(), loc), dayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
+}
+
+// dayStart is the first instant of the day y-m-d (normalized, as
+// time.Date does) on loc's clock. Where the clocks skip midnight (Santiago,
+// Cairo, Havana move them at 00:00), the day starts at 01:00: time.Date
+// puts a midnight that does not exist at the day before's 23:00, in the
+// zone period that ends where the day starts.
+func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
+	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
+	if day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); t.Day() != day.Day() {
+		_, end := t.ZoneBounds()
+		return end
+	}
+	return t
 }
 
 // ledgerAfterID reads the id a ledger page continues below; "" is the first page.

@@ -138,28 +138,27 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 		}
 		q.Release = st
 	}
-	day := func(name, v string) (time.Time, error) {
+	// day reads a day filter as its first instant and the next day's
+	// (dayStart: a day may have no midnight).
+	day := func(name, v string) (time.Time, time.Time, error) {
 		if v == "" {
-			return time.Time{}, nil
+			return time.Time{}, time.Time{}, nil
 		}
-		t, err := time.ParseInLocation("2006-01-02", v, loc)
+		d, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
+			return time.Time{}, time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
 		}
-		return t, nil
+		return dayStart(d.Year(), d.Month(), d.Day(), loc), dayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
 	}
 	// days reads a pair of day filters as [from, the day after to).
 	days := func(fromName, from, toName, to string) (time.Time, time.Time, error) {
-		start, err := day(fromName, from)
+		start, _, err := day(fromName, from)
 		if err != nil {
 			return time.Time{}, time.Time{}, err
 		}
-		end, err := day(toName, to)
+		_, end, err := day(toName, to)
 		if err != nil {
 			return time.Time{}, time.Time{}, err
-		}
-		if !end.IsZero() {
-			end = end.AddDate(0, 0, 1)
 		}
 		if !start.IsZero() && !end.IsZero() && !start.Before(end) {
 			return time.Time{}, time.Time{}, fmt.Errorf("%w: %s %s is after %s %s", models.ErrInvalid, fromName, from, toName, to)
@@ -528,7 +527,7 @@ func (s *server) rerunOutcome(c *echo.Context, chain string, ids []int64) error 
 		case models.TaskDone, models.TaskSuperseded, models.TaskAbandoned:
 		case models.TaskRetry, models.TaskManual:
 			failed = append(failed, p.Tf("tasks.one.failed", id, p.Code(string(task.Status)),
-				p.Class(string(task.ErrorClass)), p.Say(task.LastError)))
+				p.Class(string(task.ErrorClass)), p.ErrText(task.LastError)))
 		default:
 			waiting = append(waiting, p.Tf("tasks.one.waiting", id, s.rerunWait))
 		}
