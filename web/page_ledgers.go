@@ -31,21 +31,7 @@ func ledgerDay(name, value string, loc *time.Location) (start, end time.Time, er
 	if err != nil {
 		return time.Time{}, time.Time{}, invalidf("%s must be a date like 2026-11-29, not %q", name, value)
 	}
-	return dayStart(d.Year(), d.Month(), d.Day(), loc), dayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
-}
-
-// dayStart is the first instant of the day y-m-d (normalized, as
-// time.Date does) on loc's clock. Where the clocks skip midnight (Santiago,
-// Cairo, Havana move them at 00:00), the day starts at 01:00: time.Date
-// puts a midnight that does not exist at the day before's 23:00, in the
-// zone period that ends where the day starts.
-func dayStart(y int, m time.Month, d int, loc *time.Location) time.Time {
-	t := time.Date(y, m, d, 0, 0, 0, 0, loc)
-	if day := time.Date(y, m, d, 0, 0, 0, 0, time.UTC); t.Day() != day.Day() {
-		_, end := t.ZoneBounds()
-		return end
-	}
-	return t
+	return models.DayStart(d.Year(), d.Month(), d.Day(), loc), models.DayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
 }
 
 // ledgerAfterID reads the id a ledger page continues below; "" is the first page.

@@ -139,7 +139,7 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 		q.Release = st
 	}
 	// day reads a day filter as its first instant and the next day's
-	// (dayStart: a day may have no midnight).
+	// (models.DayStart: a day may have no midnight).
 	day := func(name, v string) (time.Time, time.Time, error) {
 		if v == "" {
 			return time.Time{}, time.Time{}, nil
@@ -148,7 +148,7 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 		if err != nil {
 			return time.Time{}, time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
 		}
-		return dayStart(d.Year(), d.Month(), d.Day(), loc), dayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
+		return models.DayStart(d.Year(), d.Month(), d.Day(), loc), models.DayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
 	}
 	// days reads a pair of day filters as [from, the day after to).
 	days := func(fromName, from, toName, to string) (time.Time, time.Time, error) {
