@@ -218,8 +218,8 @@ func CloseExpired(ctx context.Context, s *models.Store, wake func()) (string, er
 // line per total.
 func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log *slog.Logger) (string, error) {
 	now := s.Now().In(loc)
-	to := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, loc)
-	from := to.AddDate(0, 0, -1)
+	to := models.DayStart(now.Year(), now.Month(), now.Day(), loc)
+	from := models.DayStart(now.Year(), now.Month(), now.Day()-1, loc)
 	totals, err := s.LedgerTotals(ctx, from, to)
 	if err != nil {
 		return "", err

@@ -747,3 +747,35 @@ func TestSchedulerRejectsBadSpec(t *testing.T) {
 		t.Error("a job listed twice was accepted")
 	}
 }
+
+// In a zone whose clocks skip midnight (Santiago moves them from 00:00 to
+// 01:00 on 2026-09-06), yesterday starts at 01:00: the job neither counts
+// the day before's last hour nor names the day before.
+func TestLedgerReportDayWithoutMidnight(t *testing.T) {
+	t.Parallel()
+	scl, err := time.LoadLocation("America/Santiago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Date(2026, 9, 6, 0, 0, 0, 0, scl).Day(); d != 5 {
+		t.Fatalf("the premise moved: 2026-09-06 00:00 in Santiago normalizes to day %d, not the 5th", d)
+	}
+	now := time.Date(2026, 9, 6, 3, 30, 0, 0, time.UTC) // 23:30 on the 5th in Santiago
+	s := modelstest.Open(t, models.SQLite, models.Options{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	if _, err := s.SetStock(ctx, "a", 5, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	now = time.Date(2026, 9, 6, 4, 30, 0, 0, time.UTC) // 01:30 on the 6th
+	if _, err := s.SetStock(ctx, "b", 5, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	now = time.Date(2026, 9, 7, 15, 0, 0, 0, time.UTC)
+	summary, err := jobs.LedgerReport(ctx, s, scl, modelstest.QuietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(summary, "2026-09-06 (America/Santiago): 1 ledger rows") {
+		t.Fatalf("report = %q, want the 6th's one row", summary)
+	}
+}

@@ -34,6 +34,9 @@ var (
 	ErrOrderNotClosable  = &Error{"ORDER_NOT_CLOSABLE", "order cannot be closed"}
 	ErrOrderNotPayable   = &Error{"ORDER_NOT_PAYABLE", "order cannot be paid"}
 	ErrNothingToRerun    = &Error{"NOTHING_TO_RERUN", "no RETRY or MANUAL task to rerun"}
+	// ErrNothingToCorrect: the row already is what a correction would make
+	// it; nothing is written.
+	ErrNothingToCorrect  = &Error{"NOTHING_TO_CORRECT", "the row already agrees with its ledger and the amount asked"}
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -15,7 +16,11 @@ import (
 // and (created_at); the page is a keyset after After in (created_at, id).
 // A release state is read through the orders' own tasks and holds (see
 // releaseStateSQL); MANUAL, RETRY and RELEASING start from the tasks of
-// that status (index (status, created_at, id)), which are few.
+// that status (index (status, created_at, id)), which are few. A held
+// key is looked up by (resource_type, biz_key) in order_holds, a held
+// type per order by the unique (order_no, resource_type, biz_key), and
+// closed orders in the partial index of their closed_at (00031), or from
+// where the close range ends in created_at.
 type OrderQuery struct {
 	OrderNo string
 	UserID  string
@@ -23,6 +28,14 @@ type OrderQuery struct {
 	Release ReleaseState
 	// From and To bound created_at to [From, To); a zero time leaves that side open.
 	From, To time.Time
+	// HeldType keeps the orders that held something of a registered
+	// resource type, and HeldKey with it those that held that key of it:
+	// a key means nothing without its type.
+	HeldType ResourceType
+	HeldKey  string
+	// ClosedFrom and ClosedTo bound closed_at to [ClosedFrom, ClosedTo);
+	// a zero time leaves that side open, and either keeps closed orders only.
+	ClosedFrom, ClosedTo time.Time
 	// Oldest lists the oldest first; the newest come first otherwise.
 	Oldest bool
 	After  Cursor
@@ -38,11 +51,13 @@ const OrderCountCap = 10_000
 
 // OrderPage is one page of orders and where the next one starts; Next is
 // the zero Cursor on the last page. Release is each order's release state,
-// by order number. Total is how many orders the filters select when the
-// query asked for it, the query's Count and Over when there are more.
+// and Holds what it held, by order number. Total is how many orders the
+// filters select when the query asked for it, the query's Count and Over
+// when there are more.
 type OrderPage struct {
 	Orders  []Order
 	Release map[string]ReleaseState
+	Holds   map[string][]HeldKey
 	Next    Cursor
 	Total   int64
 	Over    bool
@@ -74,7 +89,65 @@ func orderFilters(db *gorm.DB, q OrderQuery) *gorm.DB {
 		}
 		db = db.Where(releaseStateSQL("orders.order_no")+" = ?", q.Release)
 	}
+	switch {
+	case q.HeldKey != "":
+		// The orders that held one key are few next to all: read them
+		// from the key's holds.
+		db = db.Where("orders.order_no IN (SELECT hk.order_no FROM order_holds hk WHERE hk.resource_type = ? AND hk.biz_key = ?)",
+			q.HeldType, q.HeldKey)
+	case q.HeldType != "":
+		// Most orders may hold a type (every order holds stock): ask each
+		// listed order for its own holds of it instead.
+		db = db.Where("EXISTS (SELECT 1 FROM order_holds ht WHERE ht.order_no = orders.order_no AND ht.resource_type = ?)", q.HeldType)
+	}
+	if !q.ClosedFrom.IsZero() {
+		db = db.Where("orders.closed_at >= ?", q.ClosedFrom.UTC())
+	}
+	if !q.ClosedTo.IsZero() {
+		// An order is closed after it was placed, so one closed before
+		// ClosedTo was placed before it too (give or take the clocks of
+		// two instances): the newest first page then starts in the
+		// created_at index where the range ends, not at the newest order.
+		db = db.Where("orders.closed_at < ? AND orders.created_at < ?", q.ClosedTo.UTC(), q.ClosedTo.Add(clockSkew).UTC())
+	}
 	return db
+}
+
+// clockSkew is how far apart two instances' clocks may be: an order placed
+// by one and closed by another may have closed_at that much before its
+// created_at.
+const clockSkew = time.Minute
+
+// checkOrderQuery refuses a search no list could mean: an unknown release
+// state or resource type, a held key without its type or longer than any
+// key, a close range that ends before it starts.
+func (s *Store) checkOrderQuery(q OrderQuery) error {
+	if q.Release != "" {
+		if _, err := ParseReleaseState(string(q.Release)); err != nil {
+			return err
+		}
+	}
+	if q.HeldKey != "" && q.HeldType == "" {
+		return fmt.Errorf("%w: a held key needs the resource type the key belongs to (held_type)", ErrInvalid)
+	}
+	if q.HeldType != "" {
+		if _, err := s.ParseType(string(q.HeldType)); err != nil {
+			return err
+		}
+	}
+	if len(q.HeldKey) > MaxTaskKeyLen || !utf8.ValidString(q.HeldKey) {
+		return fmt.Errorf("%w: a held key is at most %d bytes of UTF-8", ErrInvalid, MaxTaskKeyLen)
+	}
+	if !q.ClosedFrom.IsZero() && !q.ClosedTo.IsZero() && !q.ClosedFrom.Before(q.ClosedTo) {
+		return fmt.Errorf("%w: closed from (%s) must be before closed to (%s)", ErrInvalid,
+			q.ClosedFrom.UTC().Format(time.RFC3339), q.ClosedTo.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// orderCount counts, up to most, the orders q's filters select.
+func orderCount(db *gorm.DB, q OrderQuery, most int) *gorm.DB {
+	return db.Raw("SELECT COUNT(*) FROM (?) n", orderFilters(db.Table("orders").Select("1"), q).Limit(most))
 }
 
 // ordersPage reads, from orders filtered by db, the page after q.After:
@@ -96,20 +169,18 @@ func ordersPage(db *gorm.DB, q OrderQuery, limit int) *gorm.DB {
 		Order("orders.created_at " + dir + ", orders.id " + dir).Limit(limit + 1)
 }
 
-// ListOrders reads one page of orders with their release states, and with
-// q.Count how many the filters select, in one snapshot. The keyset
-// condition is written as a range on created_at plus a tie-break on id, so
-// both engines seek into the created_at index instead of scanning to the
-// cursor.
+// ListOrders reads one page of orders with their release states and what
+// each held, and with q.Count how many the filters select, in one
+// snapshot. The keyset condition is written as a range on created_at plus
+// a tie-break on id, so both engines seek into the created_at index
+// instead of scanning to the cursor.
 func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error) {
 	limit := q.Limit
 	if limit <= 0 || limit > 500 {
 		limit = DefaultPageSize
 	}
-	if q.Release != "" {
-		if _, err := ParseReleaseState(string(q.Release)); err != nil {
-			return OrderPage{}, err
-		}
+	if err := s.checkOrderQuery(q); err != nil {
+		return OrderPage{}, err
 	}
 	type row struct {
 		Order        `gorm:"embedded"`
@@ -117,14 +188,29 @@ func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error)
 	}
 	var rows []row
 	var page OrderPage
+	more := false
 	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
 		if q.Count > 0 {
-			sub := orderFilters(tx.Table("orders").Select("1"), q).Limit(q.Count + 1)
-			if err := tx.Raw("SELECT COUNT(*) FROM (?) n", sub).Scan(&page.Total).Error; err != nil {
+			if err := orderCount(tx, q, q.Count+1).Scan(&page.Total).Error; err != nil {
 				return fmt.Errorf("count: %w", err)
 			}
 		}
-		return ordersPage(orderFilters(tx.Table("orders"), q), q, limit).Scan(&rows).Error
+		if err := ordersPage(orderFilters(tx.Table("orders"), q), q, limit).Scan(&rows).Error; err != nil {
+			return err
+		}
+		if more = len(rows) > limit; more {
+			rows = rows[:limit]
+		}
+		if err := s.betweenReads(); err != nil {
+			return err
+		}
+		nos := make([]string, len(rows))
+		for i, r := range rows {
+			nos[i] = r.OrderNo
+		}
+		var err error
+		page.Holds, err = s.heldKeys(tx, nos)
+		return err
 	})
 	if err != nil {
 		return OrderPage{}, fmt.Errorf("list orders: %w", err)
@@ -132,8 +218,7 @@ func (s *Store) ListOrders(ctx context.Context, q OrderQuery) (OrderPage, error)
 	if q.Count > 0 && page.Total > int64(q.Count) {
 		page.Total, page.Over = int64(q.Count), true
 	}
-	if len(rows) > limit {
-		rows = rows[:limit]
+	if more {
 		last := rows[limit-1]
 		page.Next = Cursor{At: last.CreatedAt, ID: last.ID}
 	}

@@ -69,10 +69,37 @@ func (st ReleaseState) taskStatus() TaskStatus {
 // EXISTS per status instead went through the status index, every task of
 // that status for each order).
 func releaseStateSQL(no string) string {
-	return `CASE (SELECT MAX(CASE rt.status WHEN 'MANUAL' THEN 3 WHEN 'RETRY' THEN 2 WHEN 'PENDING' THEN 1 ELSE 0 END)
-			FROM release_tasks rt WHERE rt.order_no = ` + no + `)
-		WHEN 3 THEN 'MANUAL' WHEN 2 THEN 'RETRY' WHEN 1 THEN 'RELEASING'
-		ELSE CASE (SELECT MAX(CASE WHEN oh.qty > oh.released + oh.deducted THEN 2 WHEN oh.released + oh.refunded + oh.restocked > 0 THEN 1 ELSE 0 END)
-			FROM order_holds oh WHERE oh.order_no = ` + no + `)
-		WHEN 2 THEN 'HOLDING' WHEN 1 THEN 'RELEASED' ELSE 'NONE' END END`
+	return releaseStateCase(
+		`(SELECT MAX(`+taskRankSQL("rt")+`) FROM release_tasks rt WHERE rt.order_no = `+no+`)`,
+		`(SELECT MAX(`+holdRankSQL("oh")+`) FROM order_holds oh WHERE oh.order_no = `+no+`)`)
+}
+
+// holdStateSQL is the release state of one hold, the order_holds row h,
+// by the same rules read for it alone: its task t's status (t the
+// release_tasks row of the same order, type and key, NULL when none was
+// written), else what h still holds or gave back. An order's state is the
+// worst of its holds' (ReleaseStates lists the worst first), since each
+// task has its hold.
+func holdStateSQL(h, t string) string { return releaseStateCase(taskRankSQL(t), holdRankSQL(h)) }
+
+// releaseStateCase is ReleaseState's rules as SQL over two ranks: task,
+// the worst task status (taskRankSQL), and hold, what the holds do
+// (holdRankSQL). A NULL rank, no task or no hold, counts as 0.
+func releaseStateCase(task, hold string) string {
+	return `CASE ` + task + ` WHEN 3 THEN 'MANUAL' WHEN 2 THEN 'RETRY' WHEN 1 THEN 'RELEASING'
+		ELSE CASE ` + hold + ` WHEN 2 THEN 'HOLDING' WHEN 1 THEN 'RELEASED' ELSE 'NONE' END END`
+}
+
+// taskRankSQL ranks the status of the release task t: 3 MANUAL, 2 RETRY,
+// 1 PENDING, 0 finished (or no task).
+func taskRankSQL(t string) string {
+	return `CASE ` + t + `.status WHEN 'MANUAL' THEN 3 WHEN 'RETRY' THEN 2 WHEN 'PENDING' THEN 1 ELSE 0 END`
+}
+
+// holdRankSQL ranks what the hold h does: 2 it still holds something
+// (qty > released + deducted), 1 it gave something back (released,
+// refunded or restocked), 0 neither.
+func holdRankSQL(h string) string {
+	return `CASE WHEN ` + h + `.qty > ` + h + `.released + ` + h + `.deducted THEN 2 WHEN ` +
+		h + `.released + ` + h + `.refunded + ` + h + `.restocked > 0 THEN 1 ELSE 0 END`
 }

@@ -1017,17 +1017,19 @@ func (c *Chain) Rerunnable(t ResourceType) []RerunCandidate {
 	return out
 }
 
-// MaxReasonLen is the longest rerun reason, in characters.
+// MaxReasonLen is the longest reason of an operator's action (a rerun, an
+// abandon, a correction), in characters.
 const MaxReasonLen = 500
 
-// Why a rerun's reason is refused; both are ErrInvalid.
+// Why an action's reason is refused; both are ErrInvalid.
 var (
-	ErrReasonRequired = fmt.Errorf("%w: a rerun needs a reason", ErrInvalid)
-	ErrReasonTooLong  = fmt.Errorf("%w: a rerun reason is at most %d characters", ErrInvalid, MaxReasonLen)
+	ErrReasonRequired = fmt.Errorf("%w: give a reason: it is kept in the audit log", ErrInvalid)
+	ErrReasonTooLong  = fmt.Errorf("%w: a reason is at most %d characters", ErrInvalid, MaxReasonLen)
 )
 
-// RerunReason is the one rule for a rerun's reason, on the page, the bulk
-// rerun and the API: trimmed, not empty, at most MaxReasonLen characters.
+// RerunReason is the one rule for the reason of an operator's action (a
+// rerun on the page, the bulk rerun and the API, an abandon, a correction):
+// trimmed, not empty, at most MaxReasonLen characters.
 // It returns the reason trimmed.
 func RerunReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)

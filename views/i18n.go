@@ -6,7 +6,8 @@ type text map[string][2]string
 // catalogSets are the catalog's parts, each page's own set kept in its own
 // file; a key belongs to one set only (a test checks).
 var catalogSets = []text{commonText, overviewText, liveText, ordersText, tasksText, ledgerText, reconText, jobsText, authText, resourcesText,
-	searchText, lifeText, lifeSection, readableText, linksText, actionsText, reconGroupText, stockText}
+	searchText, lifeText, lifeSection, readableText, linksText, actionsText, reconGroupText, stockText,
+	fixText, causeText, errorsText, zoneText, ordersHeldText}
 
 // catalog is every string the dashboard shows.
 var catalog = merge(catalogSets...)

@@ -4,14 +4,16 @@ package views
 // abandon), of the bulk rerun's ticked list and of grouped tickets.
 var actionsText = text{
 	"tasks.f.key":  {"资源键（需选资源类型）", "Key (with its type)"},
-	"tasks.f.from": {"创建于此后（RFC 3339）", "Created from (RFC 3339)"},
+	"tasks.f.from": {"创建于此后", "Created from"},
 	"tasks.f.to":   {"创建于此前（不含）", "Created before"},
 
 	"tasks.why.exhausted": {"%d/%d 次尝试均失败，最后一次（%s）：%s —— 排除故障后重跑", "%d of %d tries failed, last (%s): %s — fix the cause, then rerun"},
-	"tasks.why.short.stock": {"库存不足：当前锁定 %d，需要释放 %d —— 先修正库存，再重跑",
-		"stock short: locked %d, needed %d — fix the stock, then rerun"},
-	"tasks.why.short": {"%s 占用不足：当前占用 %d，需要释放 %d —— 先修正占用量，再重跑",
-		"%s held short: held %d, needed %d — fix the held amount, then rerun"},
+	"tasks.why.short.stock": {"库存不足：当前锁定 %d，待支付订单和未完成任务需要 %d —— 释放无法如数进行，核对后放弃此任务",
+		"stock short: locked %d, pending orders and unfinished tasks need %d — no release can give it back; check, then abandon the task"},
+	"tasks.why.short.row": {"%s的锁定量在 unhold 之外被改过：当前 %d，账本记为 %d —— 先校正，再重跑",
+		"%s's held amount was changed outside unhold: %d now, the ledger says %d — correct it, then rerun"},
+	"tasks.why.short": {"%s 占用不足：当前占用 %d，待支付订单和未完成任务需要 %d —— 释放无法如数进行，核对后放弃此任务",
+		"%s held short: held %d, pending orders and unfinished tasks need %d — no release can give it back; check, then abandon the task"},
 	"tasks.why.short.stock.fixed": {"库存已够：当前锁定 %d，需要释放 %d —— 原因已消除，重跑即可释放",
 		"stock is enough again: locked %d, needed %d — the cause is gone; a rerun will release"},
 	"tasks.why.short.fixed": {"%s 占用已够：当前占用 %d，需要释放 %d —— 原因已消除，重跑即可释放",

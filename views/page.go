@@ -52,6 +52,10 @@ type Page struct {
 	// Counters are the declared counter types, by name: each has pages
 	// of its own under /resources.
 	Counters []string
+	// ShopLoc is the shop's business zone (UNHOLD_TZ). Times show in Loc,
+	// the viewer's zone, but every date filter reads its days in ShopLoc,
+	// so every viewer's "2026-11-29" is the same day and the same rows.
+	ShopLoc *time.Location
 }
 
 // Roles, weakest first: each can do all the one before it can.

@@ -21,7 +21,7 @@ const (
 	argCode                 // a status, type, trigger or class, through Page.Code
 	argSpan                 // a retention such as "90 days"
 	argParts                // "inventory 3, coupon 2": resource names with counts
-	argSay                  // a stored text of its own, itself said
+	argSay                  // a stored text of its own, itself said (an error text through ErrText)
 	argClass                // an error class or code, through Page.Class
 	argRole                 // a dashboard role
 	argSays                 // stored texts joined by "; ", each said
@@ -72,7 +72,7 @@ var shapes = []shape{
 	{regexp.MustCompile(`^exists already$`), "say.exists_already", nil},
 	{regexp.MustCompile(`^started in the background$`), "say.background", nil},
 	{regexp.MustCompile(`^now ([A-Z_]+)$`), "say.now", []argKind{argCode}},
-	{regexp.MustCompile(`^late payment could not take back every hold: (.*)$`), "say.late_partial", nil},
+	{regexp.MustCompile(`^late payment could not take back every hold: (.*)$`), "say.late_partial", []argKind{argSay}},
 	// auth: users, roles, tokens, sign-in throttling
 	{regexp.MustCompile(`^(viewer|operator|admin)$`), "say.role", []argKind{argRole}},
 	{regexp.MustCompile(`^(viewer|operator|admin)→(viewer|operator|admin)$`), "say.role_change", []argKind{argRole, argRole}},
@@ -162,7 +162,7 @@ func (p Page) sayArg(kind argKind, part string) string {
 		}
 		return p.Tf("say.parts", strings.Join(items, p.T("say.comma")))
 	case argSay:
-		return p.Say(part)
+		return p.ErrText(part)
 	case argSays:
 		texts := strings.Split(part, "; ")
 		for i, t := range texts {

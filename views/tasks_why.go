@@ -8,6 +8,12 @@ const (
 	classRemoteRejected = "REMOTE_REJECTED"
 )
 
+// Where a LOCKED_SHORT task's key stands (models.ShortCause).
+const (
+	shortChanged = "row"
+	shortGone    = "gone"
+)
+
 // whyErrLen is how much of the last error a task's reason quotes.
 const whyErrLen = 120
 
@@ -19,7 +25,8 @@ func TaskWhy(p Page, r TaskRow) string {
 	if r.Status != "MANUAL" {
 		return ""
 	}
-	last := taskShort(r.LastError, whyErrLen)
+	// The reason quotes the error in the viewer's language.
+	last := taskShort(p.ErrText(r.LastError), whyErrLen)
 	switch r.Class {
 	case classExhausted:
 		return p.Tf("tasks.why.exhausted", r.Failures, r.MaxFailures, p.Class(r.LastClass), last)
@@ -27,17 +34,21 @@ func TaskWhy(p Page, r TaskRow) string {
 		if r.HeldNow == nil {
 			return p.Tf("tasks.why.short.unknown", p.Code(r.Type), r.Qty)
 		}
-		// The reason reads the numbers it shows: once the key holds
-		// enough again, the cause is gone and a rerun will release.
+		// The reason reads the numbers it shows, as the task's cause
+		// does (models.CounterLedger.Short): a held amount that is not the
+		// ledger's was changed by hand; one that agrees and covers what
+		// orders and tasks hold makes the cause gone.
 		switch held := *r.HeldNow; {
-		case held >= r.Qty && r.Type == "inventory":
-			return p.Tf("tasks.why.short.stock.fixed", held, r.Qty)
-		case held >= r.Qty:
-			return p.Tf("tasks.why.short.fixed", p.Code(r.Type), held, r.Qty)
+		case r.Short == shortChanged:
+			return p.Tf("tasks.why.short.row", p.Code(r.Type), held, r.LedgerHeld)
+		case r.Short == shortGone && r.Type == "inventory":
+			return p.Tf("tasks.why.short.stock.fixed", held, r.ExpectedHeld)
+		case r.Short == shortGone:
+			return p.Tf("tasks.why.short.fixed", p.Code(r.Type), held, r.ExpectedHeld)
 		case r.Type == "inventory":
-			return p.Tf("tasks.why.short.stock", held, r.Qty)
+			return p.Tf("tasks.why.short.stock", held, r.ExpectedHeld)
 		}
-		return p.Tf("tasks.why.short", p.Code(r.Type), *r.HeldNow, r.Qty)
+		return p.Tf("tasks.why.short", p.Code(r.Type), *r.HeldNow, r.ExpectedHeld)
 	case classStateMismatch:
 		return p.Tf("tasks.why.state", p.Code(r.Type), last)
 	case classNotFound:

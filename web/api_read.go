@@ -69,8 +69,16 @@ func idNext(id int64) string {
 	return strconv.FormatInt(id, 10)
 }
 
+// orderItem is one order of GET /api/v1/orders with what it held, each
+// hold with where it stands, as the orders page's held column shows it.
+type orderItem struct {
+	models.Order
+	Holds []models.HeldKey `json:"holds"`
+}
+
 // apiOrders is GET /api/v1/orders: the orders page's search (no, user,
-// status, from, to as days in the server's time zone, sort), a page at a time.
+// status, release, from, to, held_type, held_key, closed_from, closed_to:
+// days in the server's time zone, sort), a page at a time.
 func (s *server) apiOrders(c *echo.Context) error {
 	_, q, err := parseOrdersQuery(c, s.loc)
 	if err != nil {
@@ -83,7 +91,14 @@ func (s *server) apiOrders(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, newListPage(page.Orders, page.Next.String()))
+	items := make([]orderItem, len(page.Orders))
+	for i, o := range page.Orders {
+		items[i] = orderItem{Order: o, Holds: page.Holds[o.OrderNo]}
+		if items[i].Holds == nil {
+			items[i].Holds = []models.HeldKey{}
+		}
+	}
+	return c.JSON(http.StatusOK, newListPage(items, page.Next.String()))
 }
 
 // orderChainView is the answer of GET /api/v1/orders/:order_no/chain: the
@@ -122,7 +137,7 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 // repeatable; type, class, older, order, key, from, to, due) and sort, a
 // page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
-	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams())
+	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams(), nil)
 	if err != nil {
 		return err
 	}

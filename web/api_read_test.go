@@ -61,6 +61,12 @@ func wantBad(t *testing.T, b bundle, path string) {
 	wantError(t, rec, http.StatusBadRequest, "INVALID_INPUT")
 }
 
+// orderJSON is one order of GET /api/v1/orders.
+type orderJSON struct {
+	models.Order
+	Holds []models.HeldKey `json:"holds"`
+}
+
 // The order list takes the orders page's filters and pages by keyset:
 // every order once, in order, whatever the page size.
 func TestAPIOrdersList(t *testing.T) {
@@ -73,7 +79,7 @@ func TestAPIOrdersList(t *testing.T) {
 				Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
 			try(t, "place", err)
 		}
-		all, pages := readAll[models.Order](t, b, "/api/v1/orders", 2)
+		all, pages := readAll[orderJSON](t, b, "/api/v1/orders", 2)
 		var nos []string
 		for _, o := range all {
 			nos = append(nos, o.OrderNo)
@@ -81,20 +87,21 @@ func TestAPIOrdersList(t *testing.T) {
 		if want := []string{"o-4", "o-3", "o-2", "o-1", "o-0"}; len(nos) != 7 || !slices.Equal(nos[:5], want) || pages != 4 {
 			t.Fatalf("orders %v in %d pages, want %v then the two seeded ones, in 4", nos, pages, want)
 		}
-		old, _ := readAll[models.Order](t, b, "/api/v1/orders?user=u2&sort=old", 3)
+		old, _ := readAll[orderJSON](t, b, "/api/v1/orders?user=u2&sort=old", 3)
 		if len(old) != 5 || old[0].OrderNo != "o-0" || old[4].OrderNo != "o-4" {
 			t.Fatalf("u2's orders oldest first = %v", old)
 		}
-		paid := must[readPage[models.Order]](t, b, http.StatusOK, http.MethodGet, "/api/v1/orders?status=PAID", "")
+		paid := must[readPage[orderJSON]](t, b, http.StatusOK, http.MethodGet, "/api/v1/orders?status=PAID", "")
 		if len(paid.Items) != 1 || paid.Items[0].OrderNo != "paid-1" || paid.Next != "" {
 			t.Fatalf("PAID orders = %+v", paid)
 		}
-		none := must[readPage[models.Order]](t, b, http.StatusOK, http.MethodGet, "/api/v1/orders?no=nope", "")
+		none := must[readPage[orderJSON]](t, b, http.StatusOK, http.MethodGet, "/api/v1/orders?no=nope", "")
 		if none.Items == nil || len(none.Items) != 0 {
 			t.Fatalf("no match = %+v, want items []", none)
 		}
 		for _, q := range []string{"status=LOST", "user=a%20b", "no=%2A", "from=2026-13-01", "from=2026-12-02&to=2026-12-01",
-			"sort=up", "after=zz", "limit=0", "limit=501", "limit=x"} {
+			"sort=up", "after=zz", "limit=0", "limit=501", "limit=x", "held_key=sku-1", "held_type=giftcard",
+			"closed_from=2026-13-01", "closed_from=2026-12-02&closed_to=2026-12-01"} {
 			wantBad(t, b, "/api/v1/orders?"+q)
 		}
 	})

@@ -93,3 +93,54 @@ func (s *server) putCounter(c *echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, st)
 }
+
+// correctBody is a correction: for a counter, the available amount
+// counted; for a coupon, nothing but the reason. OrderNo names the order
+// whose stopped release it is for.
+type correctBody struct {
+	Available *int64 `json:"available,omitempty"`
+	Reason    string `json:"reason"`
+	OrderNo   string `json:"order_no,omitempty"`
+}
+
+// correctView is what a correction did: a counter's row before and after
+// and what its ADJUST row recorded, or the coupon as put back.
+type correctView struct {
+	Before   *models.CounterState `json:"before,omitempty"`
+	After    *models.CounterState `json:"after,omitempty"`
+	Recorded *int64               `json:"recorded,omitempty"`
+	Coupon   *models.Coupon       `json:"coupon,omitempty"`
+}
+
+// apiCorrect is POST /api/v1/resources/:type/:key/correct: the correction
+// the key pages' form makes (models.CorrectCounter, models.CorrectCoupon).
+// 409 NOTHING_TO_CORRECT when the row already is what it would become.
+func (s *server) apiCorrect(c *echo.Context) error {
+	t, key, err := s.counterTarget(c)
+	if err != nil {
+		return err
+	}
+	var body correctBody
+	if err := readJSON(c, &body, true); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if t == models.ResCoupon {
+		if body.Available != nil {
+			return invalidf("a coupon is put back to its ledger's state: leave available out")
+		}
+		l, err := s.store.CorrectCoupon(ctx, key, body.Reason, body.OrderNo, actor(c))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, correctView{Coupon: &l.Coupon})
+	}
+	if body.Available == nil {
+		return invalidf("available is required: what was counted")
+	}
+	fix, err := s.store.CorrectCounter(ctx, t, key, *body.Available, body.Reason, body.OrderNo, actor(c))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, correctView{Before: &fix.Before, After: &fix.After, Recorded: &fix.Recorded})
+}

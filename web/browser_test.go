@@ -7,40 +7,20 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"unhold/auth"
+	"unhold/internal/browsertest"
 	"unhold/jobs"
 	"unhold/models"
 	"unhold/models/modelstest"
 	"unhold/web"
 )
-
-// chromium finds the system's Chromium; under CI its absence fails the test
-// (.ci/run installs Debian's chromium).
-func chromium(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the browser tests start Chromium and take tens of seconds")
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium on PATH under CI: .ci/run should have installed it")
-	}
-	t.Skip("no Chromium on PATH")
-	return ""
-}
 
 // TestBrowserRerunFlow drives the dashboard in a real headless Chromium:
 // the login form, the overview, a failed order's chain, a rerun with a
@@ -50,7 +30,7 @@ func chromium(t *testing.T) string {
 // chain in web/testdata/artifacts.
 func TestBrowserRerunFlow(t *testing.T) {
 	t.Parallel()
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ctx := context.Background()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -102,16 +82,16 @@ func TestBrowserRerunFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	br := startBrowser(t, bin, 1280, 1000)
-	bctx, do, text, cspViolations := br.ctx, br.do, br.text, br.cspViolations
+	br := browsertest.Start(t, bin, 1280, 1000)
+	bctx, do, text, cspViolations := br.Ctx, br.Do, br.Text, br.CSPViolations
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 
 	// Nobody is signed in: the dashboard sends the browser to the login form.
 	do(
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(css(`[data-testid="login-form"]`)),
-		fill(`[data-testid="login-form"] input[name="name"]`, "ops-li"),
-		fill(`[data-testid="login-form"] input[name="password"]`, password),
+		browsertest.Fill(`[data-testid="login-form"] input[name="name"]`, "ops-li"),
+		browsertest.Fill(`[data-testid="login-form"] input[name="password"]`, password),
 		chromedp.Click(css(`[data-testid="login-form"] button[type="submit"]`)),
 		chromedp.WaitVisible(css(`[data-testid="whoami"]`)),
 	)
@@ -141,7 +121,7 @@ func TestBrowserRerunFlow(t *testing.T) {
 		chromedp.WaitVisible(css(`[data-testid="five-questions"]`)),
 		chromedp.Click(css(`a[data-testid="rerun-inventory"]`)),
 		chromedp.WaitVisible(css(`[data-testid="rerun-form"]`)),
-		fill(`[data-testid="rerun-form"] textarea`, "stock repaired by hand, ticket OPS-42"),
+		browsertest.Fill(`[data-testid="rerun-form"] textarea`, "stock repaired by hand, ticket OPS-42"),
 	)
 	// Ops repair the data before confirming the rerun.
 	if err := s.W.Exec("UPDATE inventory SET locked = 2, available = 8 WHERE sku_id = 'SKU-1'").Error; err != nil {
@@ -199,7 +179,7 @@ func TestBrowserRerunFlow(t *testing.T) {
 	do(
 		chromedp.Navigate(fmt.Sprintf("%s/tasks/%d", srv.URL, b2[0].ID)),
 		chromedp.WaitVisible(css(`[data-testid="task-rerun-form"]`)),
-		fill(`[data-testid="task-rerun-form"] textarea`, "lock repaired, ticket OPS-43"),
+		browsertest.Fill(`[data-testid="task-rerun-form"] textarea`, "lock repaired, ticket OPS-43"),
 		chromedp.Click(css(`[data-testid="task-rerun-submit"]`)),
 		chromedp.WaitVisible(css(`[data-testid="flash"]`)),
 	)
@@ -248,7 +228,7 @@ func TestBrowserRerunFlow(t *testing.T) {
 // says where). No page may break the Content-Security-Policy.
 func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	t.Parallel()
-	bin := chromium(t)
+	bin := browsertest.Chromium(t)
 	ctx := context.Background()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -291,11 +271,11 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", dir)
 
-	br := startBrowser(t, bin, 1366, 900)
+	br := browsertest.Start(t, bin, 1366, 900)
 	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
 	shoot := func(name string) {
 		t.Helper()
-		shot, err := chromedp.Run(br.ctx, chromedp.FullScreenshot(100))
+		shot, err := chromedp.Run(br.Ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			t.Fatalf("screenshot %s: %v", name, err)
 		}
@@ -305,68 +285,68 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	}
 	setLang := func(lang, back string) {
 		t.Helper()
-		br.do(chromedp.Navigate(srv.URL+"/lang?to="+lang+"&back="+back), chromedp.WaitVisible(css(`main`)))
+		br.Do(chromedp.Navigate(srv.URL+"/lang?to="+lang+"&back="+back), chromedp.WaitVisible(css(`main`)))
 	}
 	// The login form in both languages, before signing in.
 	for _, lang := range []string{"en", "zh"} {
 		setLang(lang, "/login")
-		br.do(chromedp.WaitVisible(css(`[data-testid="login-form"]`)))
+		br.Do(chromedp.WaitVisible(css(`[data-testid="login-form"]`)))
 		shoot("login-" + lang)
 	}
-	br.do(
-		fill(`[data-testid="login-form"] input[name="name"]`, "admin-wu"),
-		fill(`[data-testid="login-form"] input[name="password"]`, password),
+	br.Do(
+		browsertest.Fill(`[data-testid="login-form"] input[name="name"]`, "admin-wu"),
+		browsertest.Fill(`[data-testid="login-form"] input[name="password"]`, password),
 		chromedp.Click(css(`[data-testid="login-form"] button[type="submit"]`)),
 		chromedp.WaitVisible(css(`[data-testid="whoami"]`)),
 	)
 
 	// The header's search, case-insensitive: the one exact match opens
 	// the order.
-	br.do(
-		fill(`[data-testid="search-q"]`, "l-2002"),
+	br.Do(
+		browsertest.Fill(`[data-testid="search-q"]`, "l-2002"),
 		chromedp.Submit(css(`[data-testid="search-form"]`)),
 		chromedp.WaitVisible(css(`[data-testid="five-questions"]`)),
 	)
-	if loc, _ := chromedp.Run(br.ctx, chromedp.Location()); !strings.HasSuffix(loc, "/orders/L-2002") {
+	if loc, _ := chromedp.Run(br.Ctx, chromedp.Location()); !strings.HasSuffix(loc, "/orders/L-2002") {
 		t.Fatalf("the search for l-2002 opened %s", loc)
 	}
-	if released := br.text(`[data-testid="q-released"]`); strings.Contains(released, "是") {
+	if released := br.Text(`[data-testid="q-released"]`); strings.Contains(released, "是") {
 		t.Fatalf("L-2002, still pending, shows its stock released: %q", released)
 	}
 
 	// The chain redraws itself: close the order behind the page's back;
 	// the worker releases it, and the page says so without a reload.
-	br.eval(`window.unholdMark = "still here"; ""`)
-	drawn := br.text(`[data-testid="drawn-at"]`)
+	br.Eval(`window.unholdMark = "still here"; ""`)
+	drawn := br.Text(`[data-testid="drawn-at"]`)
 	if _, err := s.CloseOrder(ctx, "L-2002", models.TriggerAdmin, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	w.Wake()
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(br.text(`[data-testid="q-released"]`), "是") {
+	for !strings.Contains(br.Text(`[data-testid="q-released"]`), "是") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the chain never showed the release; drawn %q, now %q, the script's state %q", drawn,
-				br.text(`[data-testid="drawn-at"]`), br.eval(`(document.querySelector('[data-testid="live-state"]') || {}).textContent || "none"`))
+				br.Text(`[data-testid="drawn-at"]`), br.Eval(`(document.querySelector('[data-testid="live-state"]') || {}).textContent || "none"`))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	if mark := br.eval(`window.unholdMark || ""`); mark != "still here" {
+	if mark := br.Eval(`window.unholdMark || ""`); mark != "still here" {
 		t.Fatal("the page was reloaded, not redrawn")
 	}
-	if now := br.text(`[data-testid="drawn-at"]`); now == drawn {
+	if now := br.Text(`[data-testid="drawn-at"]`); now == drawn {
 		t.Errorf("the stamp still says %q after the redraw", now)
 	}
 	// The toggle stops it, and the choice outlives a reload.
-	br.do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
-	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
+	br.Do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
+	if st := br.Eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
 		t.Fatalf("after the toggle the state is %q, want off", st)
 	}
-	br.do(chromedp.Navigate(srv.URL+"/orders/L-2002"), chromedp.WaitVisible(css(`[data-testid="live-state"]`)))
-	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
+	br.Do(chromedp.Navigate(srv.URL+"/orders/L-2002"), chromedp.WaitVisible(css(`[data-testid="live-state"]`)))
+	if st := br.Eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "off" {
 		t.Fatalf("after a reload the state is %q, want off", st)
 	}
-	br.do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
-	if st := br.eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "on" {
+	br.Do(chromedp.Click(css(`[data-testid="live-toggle"]`)))
+	if st := br.Eval(`document.querySelector('[data-testid="live-state"]').dataset.state`); st != "on" {
 		t.Fatalf("after the second toggle the state is %q, want on", st)
 	}
 
@@ -387,12 +367,12 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	for _, lang := range []string{"zh", "en"} {
 		setLang(lang, "/")
 		for _, pg := range pages {
-			br.do(chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(css(`main`)))
+			br.Do(chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(css(`main`)))
 			shoot(pg.name + "-" + lang)
 			// At 1366 px the menu is one line, nothing runs off the page
 			// sideways, and the header's search box shows its whole
 			// placeholder.
-			fit := br.eval(`(function () {
+			fit := br.Eval(`(function () {
 				var tops = Array.from(document.querySelectorAll("header.top nav a")).map(function (a) { return a.getBoundingClientRect().top; });
 				var one = tops.length === 0 || Math.max.apply(null, tops) === Math.min.apply(null, tops);
 				var box = "";
@@ -411,113 +391,7 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 			}
 		}
 	}
-	if v := br.cspViolations(); v != "" {
+	if v := br.CSPViolations(); v != "" {
 		t.Fatalf("pages broke the Content-Security-Policy:\n%s", v)
-	}
-}
-
-// chrome is a headless Chromium for one test: its context, bounded to
-// 300 s (the screenshots take minutes under -race on a loaded machine),
-// accepts every confirmation dialog and records every
-// Content-Security-Policy violation, across navigations.
-type chrome struct {
-	t   *testing.T
-	ctx context.Context
-}
-
-func startBrowser(t *testing.T, bin string, width, height int) *chrome {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(width, height),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	bctx, cancel = context.WithTimeout(bctx, 300*time.Second)
-	t.Cleanup(cancel)
-	// The rerun button asks for confirmation; accept it like an operator.
-	dialogs := chromedp.Events(bctx, page.JavascriptDialogOpening)
-	go func() {
-		for _, err := range dialogs {
-			if err != nil {
-				return
-			}
-			_, _ = chromedp.Call(bctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true})
-		}
-	}()
-	_, err := chromedp.Call(bctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: `document.addEventListener("securitypolicyviolation", function (e) {
-			sessionStorage.setItem("csp", (sessionStorage.getItem("csp") || "") + location.pathname + ": " +
-				e.violatedDirective + " " + e.blockedURI + "\n");
-		});`,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &chrome{t: t, ctx: bctx}
-}
-
-// do runs steps one by one, each within 15 s, and stops the test at the
-// first that fails, saying on which page.
-func (b *chrome) do(steps ...chromedp.Action[chromedp.Void]) {
-	b.t.Helper()
-	for i, step := range steps {
-		sctx, cancel := context.WithTimeout(b.ctx, 15*time.Second)
-		_, err := chromedp.Run(sctx, step)
-		cancel()
-		if err != nil {
-			url, _ := chromedp.Run(b.ctx, chromedp.Location())
-			b.t.Fatalf("step %d of %d failed on %s: %v", i+1, len(steps), url, err)
-		}
-	}
-}
-
-func (b *chrome) text(sel string) string {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
-	}
-	return v
-}
-
-// eval runs a page script that returns a string.
-func (b *chrome) eval(js string) string {
-	b.t.Helper()
-	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](js))
-	if err != nil {
-		b.t.Fatalf("evaluate %s: %v", js, err)
-	}
-	return v
-}
-
-func (b *chrome) cspViolations() string {
-	b.t.Helper()
-	return b.eval(`sessionStorage.getItem("csp") || ""`)
-}
-
-// fill types v into the field sel as a page script would. SendKeys
-// resolves a DOM node id first, and chromedp now and then loses that id
-// to a late DOM update on a loaded machine ("Could not find node with
-// given id"); a script looks the field up when it runs.
-func fill(sel, v string) chromedp.Action[chromedp.Void] {
-	js := fmt.Sprintf(`(function () {
-		var e = document.querySelector(%q);
-		if (!e) return false;
-		e.focus();
-		e.value = %q;
-		e.dispatchEvent(new Event("input", {bubbles: true}));
-		return true;
-	})()`, sel, v)
-	return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
-		ok, err := chromedp.Evaluate[bool](js)(ctx, tg)
-		if err == nil && !ok {
-			err = fmt.Errorf("no %s to fill", sel)
-		}
-		return chromedp.Void{}, err
 	}
 }

@@ -124,6 +124,7 @@ func TestListTotalsMatchRows(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		countsShop(t, b)
 		day1 := b.clock.Now().Add(-51 * time.Hour).UTC().Format("2006-01-02")
+		day3 := b.clock.Now().UTC().Format("2006-01-02") // every close, more than a page
 		from := b.clock.Now().Add(-3 * time.Hour).UTC().Format(time.RFC3339)
 		to := b.clock.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 		type listCase struct {
@@ -135,7 +136,10 @@ func TestListTotalsMatchRows(t *testing.T) {
 			{tasksList, "type=inventory&key=sku-c"}, {tasksList, "from=" + url.QueryEscape(from) + "&to=" + url.QueryEscape(to)},
 			{tasksList, "due=1"}, {tasksList, "sort=old"}, {tasksList, "type=inventory&status=MANUAL"},
 			{ordersList, ""}, {ordersList, "user=u1"}, {ordersList, "no=o-100"}, {ordersList, "from=" + day1 + "&to=" + day1},
-			{ordersList, "sort=old"},
+			{ordersList, "sort=old"}, {ordersList, "held_type=quota"}, {ordersList, "held_type=inventory&held_key=sku-c"},
+			{ordersList, "held_type=coupon"}, {ordersList, "closed_from=" + day3}, {ordersList, "closed_from=" + day3 + "&sort=old"},
+			{ordersList, "closed_from=" + day3 + "&closed_to=" + day3},
+			{ordersList, "closed_to=" + day1}, {ordersList, "held_type=quota&closed_from=" + day3 + "&release=RELEASING"},
 			{auditList, ""}, {auditList, "actor=stocker"}, {auditList, "target=sku:sku-a"}, {auditList, "target=sku"}, {auditList, "from=" + day1 + "&to=" + day1},
 			{reconList, ""}, {reconList, "resource=inventory"}, {reconList, "sign=1"}, {reconList, "sign=-1"}}
 		for _, st := range models.TaskStatuses {

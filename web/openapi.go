@@ -103,6 +103,8 @@ var apiOps = map[string]apiOp{
 		Body: putCounterBody{}, Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/resources/:type/:key": {Summary: "Read one key of any counter type, built in or declared",
 		Status: http.StatusOK, Resp: models.CounterState{}, Errors: []int{400, 404}},
+	"POST /api/v1/resources/:type/:key/correct": {Summary: "Correct a key changed outside unhold, with a reason: a counter's held and spent amounts go back to its ledger's and available becomes what was counted; a coupon goes back to its ledger's state. Written as an ADJUST row (trigger CORRECTION) and audited; 409 NOTHING_TO_CORRECT when it already agrees",
+		Body: correctBody{}, Status: http.StatusOK, Resp: correctView{}, Errors: []int{400, 404, 409, 415}},
 	"POST /api/v1/coupons": {Summary: "Issue an UNUSED coupon to a user",
 		Body: createCouponBody{}, Status: http.StatusCreated, Resp: couponView{}, Errors: []int{400, 415}},
 	"GET /api/v1/coupons/:coupon_id": {Summary: "Read a coupon",
@@ -122,7 +124,7 @@ var apiOps = map[string]apiOp{
 		Status: http.StatusOK, Resp: slotView{}, Errors: []int{400, 404}},
 	"POST /api/v1/orders": {Summary: "Place a PENDING order holding everything it asks for, or nothing at all",
 		Body: placeOrderBody{}, Status: http.StatusCreated, Resp: placeOrderView{}, Errors: []int{400, 409, 415, 502}},
-	"GET /api/v1/orders": {Summary: "Search orders, as the orders page does, one keyset page at a time",
+	"GET /api/v1/orders": {Summary: "Search orders, as the orders page does, one keyset page at a time; each order with what it held, each hold with where its release stands",
 		Query: []apiParam{
 			{Name: "no", Desc: "an order number", Schema: orderNoSchema},
 			{Name: "user", Desc: "a user", Schema: keySchema},
@@ -130,9 +132,14 @@ var apiOps = map[string]apiOp{
 			{Name: "release", Desc: "a release state (models.ReleaseState)", Schema: enumSchema(models.ReleaseStates)},
 			{Name: "from", Desc: "created on or after this day, in the server's time zone", Schema: daySchema},
 			{Name: "to", Desc: "created on or before this day, in the server's time zone", Schema: daySchema},
+			{Name: "held_type", Desc: "orders that held something of this resource type", Example: "inventory"},
+			{Name: "held_key", Desc: "orders that held this key (a SKU, a coupon id, an account …) of held_type; needs held_type",
+				Schema: map[string]any{"type": "string", "maxLength": models.MaxTaskKeyLen}, Example: "sku-1"},
+			{Name: "closed_from", Desc: "closed on or after this day, in the server's time zone", Schema: daySchema},
+			{Name: "closed_to", Desc: "closed on or before this day, in the server's time zone", Schema: daySchema},
 			sortParam(), afterParam("a (created_at, id) cursor"), limitParam(models.DefaultPageSize, maxListLimit),
 		},
-		Status: http.StatusOK, Resp: listPage[models.Order]{}, Errors: []int{400}},
+		Status: http.StatusOK, Resp: listPage[orderItem]{}, Errors: []int{400}},
 	"GET /api/v1/orders/:order_no": {Summary: "Read an order's whole release chain",
 		Status: http.StatusOK, Resp: models.Chain{}, Errors: []int{400, 404}},
 	"GET /api/v1/orders/:order_no/chain": {Summary: "Read an order's chain and what reconciling the keys it holds finds now, as the order's page shows them",
@@ -221,9 +228,10 @@ func enumSchema[T ~string](vs []T) map[string]any {
 
 // schemaEnums are the string types whose values the document lists.
 var schemaEnums = map[reflect.Type]map[string]any{
-	reflect.TypeFor[models.OrderStatus](): enumSchema(models.OrderStatuses),
-	reflect.TypeFor[models.TaskStatus]():  enumSchema(models.TaskStatuses),
-	reflect.TypeFor[models.ErrorClass]():  enumSchema(models.ErrorClasses),
+	reflect.TypeFor[models.OrderStatus]():  enumSchema(models.OrderStatuses),
+	reflect.TypeFor[models.TaskStatus]():   enumSchema(models.TaskStatuses),
+	reflect.TypeFor[models.ErrorClass]():   enumSchema(models.ErrorClasses),
+	reflect.TypeFor[models.ReleaseState](): enumSchema(models.ReleaseStates),
 }
 
 // openAPI is GET /api/v1/openapi.json. The document is built at the first

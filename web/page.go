@@ -24,7 +24,7 @@ const (
 func (s *server) page(c *echo.Context, title, active string) views.Page {
 	r := c.Request()
 	p := views.Page{Lang: views.LangZH, Title: title, Active: active, URL: r.URL.RequestURI(), Now: s.store.Now(), Loc: s.loc,
-		CSRF: csrfToken(c), Labels: s.labels, Counters: s.counters}
+		ShopLoc: s.loc, CSRF: csrfToken(c), Labels: s.labels, Counters: s.counters}
 	if who := principalOf(c); who != nil {
 		p.User, p.Role = who.Name, string(who.Role)
 	}
@@ -65,8 +65,33 @@ func redirectWithFlash(c *echo.Context, to string, ok bool, text string) error {
 	if ok {
 		v = "1|" + text
 	}
-	c.SetCookie(siteCookie(c, cookieFlash, url.QueryEscape(v), 60))
+	c.SetCookie(siteCookie(c, cookieFlash, flashValue(v), 60))
 	return c.Redirect(http.StatusSeeOther, to)
+}
+
+// maxFlashValue bounds a flash cookie's value. A browser keeps a cookie of
+// at most 4096 bytes, its name and attributes counted, and drops a bigger
+// one without a word: the page after would say nothing at all. A Chinese
+// character takes nine bytes escaped, so a flash that says many tasks'
+// errors can pass it.
+const maxFlashValue = 3800
+
+// flashValue is v escaped as a flash cookie's value, cut to what fits
+// maxFlashValue and ended with "…" when it is cut.
+func flashValue(v string) string {
+	if e := url.QueryEscape(v); len(e) <= maxFlashValue {
+		return e
+	}
+	more := url.QueryEscape("…")
+	var b strings.Builder
+	for _, r := range v {
+		esc := url.QueryEscape(string(r))
+		if b.Len()+len(esc)+len(more) > maxFlashValue {
+			break
+		}
+		b.WriteString(esc)
+	}
+	return b.String() + more
 }
 
 // siteCookie is a cookie of this site: path /, HttpOnly, SameSite=Lax, and

@@ -85,14 +85,15 @@ func (s *server) auditPage(c *echo.Context) error {
 			bad("audit.bad.action")
 		}
 	}
-	// From the start of "from" to the end of "to", the last day shown.
+	// From the start of "from" to the end of "to", the last day shown,
+	// both the shop's days.
 	if v.From != "" {
-		if f.From, _, err = ledgerDay("from", v.From, p.Loc); err != nil {
+		if f.From, _, err = ledgerDay("from", v.From, p.ShopLoc); err != nil {
 			bad("audit.bad.date")
 		}
 	}
 	if v.To != "" {
-		if _, f.To, err = ledgerDay("to", v.To, p.Loc); err != nil {
+		if _, f.To, err = ledgerDay("to", v.To, p.ShopLoc); err != nil {
 			bad("audit.bad.date")
 		}
 	}
@@ -166,7 +167,7 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 		typ, query, _ := strings.Cut(rest, "?")
 		if v, err := url.ParseQuery(query); err == nil {
 			v.Set("type", typ)
-			if f, err := s.parseTaskFilter(v); err == nil {
+			if f, err := s.parseTaskFilter(v, nil); err == nil {
 				return tasksURL("/tasks", f)
 			}
 		}

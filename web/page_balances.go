@@ -49,6 +49,15 @@ func (s *server) balanceLedger(c *echo.Context) error {
 		return err
 	}
 	v.Flows = s.ledgerFlowRows(flows.Flows)
+	if asset != "" {
+		t := models.ResBalance
+		if asset == models.AssetPoints {
+			t = models.ResPoints
+		}
+		if v.Fix, err = s.counterFix(c, t, user, string(asset)); err != nil {
+			return err
+		}
+	}
 	if after != 0 {
 		v.Pager.FirstURL = views.Query("/balances", "user", user, "asset", string(asset))
 	}

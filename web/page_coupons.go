@@ -19,7 +19,7 @@ const couponTotalsMaxDays = 7
 // totals by bearer and type, and with a user filter that user's coupons now.
 func (s *server) couponLedger(c *echo.Context) error {
 	p := s.page(c, "coupons.title", "coupons")
-	f, q, err := parseCouponQuery(c, p.Loc)
+	f, q, err := parseCouponQuery(c, p.ShopLoc)
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func (s *server) couponLedger(c *echo.Context) error {
 		}
 		t := &views.CouponTotals{N: map[string]map[string]int64{}, Scope: p.T("coupons.scope.all")}
 		if f.From != "" || f.To != "" {
-			t.Scope = p.Tf("coupons.scope.range", ledgerOrDots(f.From), ledgerOrDots(f.To), p.Loc.String())
+			t.Scope = p.Tf("coupons.scope.range", ledgerOrDots(f.From), ledgerOrDots(f.To), p.ShopLoc.String())
 		}
 		for _, r := range totals {
 			if t.N[string(r.Owner)] == nil {
@@ -63,7 +63,8 @@ func (s *server) couponLedger(c *echo.Context) error {
 		}
 		v.Totals = t
 	}
-	today := p.Now.In(p.Loc).Format(ledgerDayLayout)
+	// Today is the shop's, the day the filter reads.
+	today := p.Now.In(p.ShopLoc).Format(ledgerDayLayout)
 	v.TodayURL = couponURL(f, "from", today, "to", today)
 	if q.After.ID != 0 {
 		v.Pager.FirstURL = couponURL(f)
@@ -85,11 +86,16 @@ func (s *server) couponLedger(c *echo.Context) error {
 			v.UserCoupons = append(v.UserCoupons, now)
 		}
 	}
+	if q.CouponID != 0 {
+		if v.Fix, err = s.couponFix(c, q.CouponID); err != nil {
+			return err
+		}
+	}
 	return render(c, http.StatusOK, views.CouponsPage(p, v))
 }
 
-// parseCouponQuery reads the coupon ledger's filter; dates are days in the
-// viewer's zone, to inclusive.
+// parseCouponQuery reads the coupon ledger's filter; dates are days in loc,
+// the shop's business zone, to inclusive.
 func parseCouponQuery(c *echo.Context, loc *time.Location) (views.CouponFilter, models.CouponQuery, error) {
 	f := views.CouponFilter{
 		User: ledgerParam(c, "user"), Order: ledgerParam(c, "order"), Coupon: ledgerParam(c, "coupon"),

@@ -64,7 +64,11 @@ func (s *server) skuLedger(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.SKUView{SKU: inventoryRow(*sku), Flows: s.ledgerFlowRows(flows.Flows),
+	fix, err := s.counterFix(c, models.ResInventory, id, string(models.ResInventory))
+	if err != nil {
+		return err
+	}
+	v := views.SKUView{SKU: inventoryRow(*sku), Flows: s.ledgerFlowRows(flows.Flows), Fix: fix,
 		Model: views.StockModel{DeductAt: string(k.DeductAt), PerUserOrders: k.PerUserOrders, WindowS: k.WindowS}}
 	path := "/inventory/" + id
 	if after != 0 {

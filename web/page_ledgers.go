@@ -27,11 +27,11 @@ func ledgerParam(c *echo.Context, name string) string {
 // ledgerDay is the day named YYYY-MM-DD in loc as [start, end): a day in a
 // zone with daylight saving may last 23 or 25 hours.
 func ledgerDay(name, value string, loc *time.Location) (start, end time.Time, err error) {
-	d, err := time.ParseInLocation(ledgerDayLayout, value, loc)
+	d, err := time.Parse(ledgerDayLayout, value)
 	if err != nil {
 		return time.Time{}, time.Time{}, invalidf("%s must be a date like 2026-11-29, not %q", name, value)
 	}
-	return d, d.AddDate(0, 0, 1), nil
+	return models.DayStart(d.Year(), d.Month(), d.Day(), loc), models.DayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
 }
 
 // ledgerAfterID reads the id a ledger page continues below; "" is the first page.

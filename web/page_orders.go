@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,11 +18,12 @@ import (
 	"unhold/views"
 )
 
-// ordersList is GET /orders: search by order number, user, status and
-// creation date, newest or oldest first, one keyset page at a time.
+// ordersList is GET /orders: search by order number, user, status,
+// release state, creation date, what the order held and when it was
+// closed, newest or oldest first, one keyset page at a time.
 func (s *server) ordersList(c *echo.Context) error {
 	p := s.page(c, "orders.title", "orders")
-	f, q, err := parseOrdersQuery(c, p.Loc)
+	f, q, err := parseOrdersQuery(c, p.ShopLoc)
 	if err != nil {
 		return err
 	}
@@ -37,6 +39,9 @@ func (s *server) ordersList(c *echo.Context) error {
 	for _, st := range models.ReleaseStates {
 		v.Releases = append(v.Releases, string(st))
 	}
+	for _, t := range s.store.Types() {
+		v.HeldTypes = append(v.HeldTypes, string(t))
+	}
 	if page.Next.ID != 0 {
 		v.NextURL = f.URL(page.Next.String())
 	}
@@ -46,15 +51,40 @@ func (s *server) ordersList(c *echo.Context) error {
 	return render(c, http.StatusOK, views.OrdersPage(p, v))
 }
 
-// orderRows maps a page of orders, with their release states, to the list's rows.
+// orderRows maps a page of orders, with their release states and what
+// they held, to the list's rows.
 func orderRows(page models.OrderPage) []views.OrderRow {
 	rows := make([]views.OrderRow, 0, len(page.Orders))
 	for _, o := range page.Orders {
 		rows = append(rows, views.OrderRow{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status),
 			Release: string(page.Release[o.OrderNo]), CloseReason: o.CloseReason, LatePaid: o.LatePaid,
-			Created: o.CreatedAt, PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt})
+			Created: o.CreatedAt, PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt,
+			Held: heldView(page.Holds[o.OrderNo])})
 	}
 	return rows
+}
+
+// heldView groups an order's holds by type, in the order they come (the
+// registry's), each type at the worst of its keys' states.
+func heldView(holds []models.HeldKey) []views.OrderHeld {
+	var out []views.OrderHeld
+	for _, h := range holds {
+		st := string(h.State)
+		if h.Paid() {
+			st = views.HeldPaid
+		}
+		k := views.OrderHeldKey{Key: h.Key, State: st}
+		if n := len(out); n > 0 && out[n-1].Type == string(h.Type) {
+			g := &out[n-1]
+			g.Keys = append(g.Keys, k)
+			if slices.Index(views.HeldStates, st) < slices.Index(views.HeldStates, g.State) {
+				g.State = st
+			}
+			continue
+		}
+		out = append(out, views.OrderHeld{Type: string(h.Type), State: st, Keys: []views.OrderHeldKey{k}})
+	}
+	return out
 }
 
 // trimPastedInput removes what a copy and paste brings around a number: spaces
@@ -65,9 +95,11 @@ func trimPastedInput(s string) string {
 	})
 }
 
-// parseOrdersQuery reads the list's filters (release: a models.ReleaseState); a bad one is a 400 that says
-// what it should look like. Dates are days in the viewer's time zone, both
-// ends included.
+// parseOrdersQuery reads the list's filters (release: a models.ReleaseState;
+// held_type: a registered resource type, and held_key one of its keys); a
+// bad one is a 400 that says what it should look like. Dates, created and
+// closed, are days in loc, the shop's business zone (UNHOLD_TZ), whatever
+// the viewer's zone, both ends included.
 func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, models.OrderQuery, error) {
 	f := views.OrdersFilter{
 		No:      trimPastedInput(c.QueryParam("no")),
@@ -77,8 +109,15 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 		From:    strings.TrimSpace(c.QueryParam("from")),
 		To:      strings.TrimSpace(c.QueryParam("to")),
 		Sort:    c.QueryParam("sort"),
+
+		HeldType:   strings.TrimSpace(c.QueryParam("held_type")),
+		HeldKey:    trimPastedInput(c.QueryParam("held_key")),
+		ClosedFrom: strings.TrimSpace(c.QueryParam("closed_from")),
+		ClosedTo:   strings.TrimSpace(c.QueryParam("closed_to")),
 	}
-	q := models.OrderQuery{OrderNo: f.No, UserID: f.User, Limit: models.DefaultPageSize}
+	// ListOrders checks the held filters: the type against the registry.
+	q := models.OrderQuery{OrderNo: f.No, UserID: f.User, Limit: models.DefaultPageSize,
+		HeldType: models.ResourceType(f.HeldType), HeldKey: f.HeldKey}
 	if f.No != "" && !models.ValidOrderNo(f.No) {
 		return f, q, fmt.Errorf("%w: order number %q: use 1-40 letters, digits, '-' or '_'", models.ErrInvalid, f.No)
 	}
@@ -99,29 +138,39 @@ func parseOrdersQuery(c *echo.Context, loc *time.Location) (views.OrdersFilter, 
 		}
 		q.Release = st
 	}
-	day := func(name, v string) (time.Time, error) {
+	// day reads a day filter as its first instant and the next day's
+	// (models.DayStart: a day may have no midnight).
+	day := func(name, v string) (time.Time, time.Time, error) {
 		if v == "" {
-			return time.Time{}, nil
+			return time.Time{}, time.Time{}, nil
 		}
-		t, err := time.ParseInLocation("2006-01-02", v, loc)
+		d, err := time.Parse("2006-01-02", v)
 		if err != nil {
-			return time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
+			return time.Time{}, time.Time{}, fmt.Errorf("%w: %s date %q: use YYYY-MM-DD", models.ErrInvalid, name, v)
 		}
-		return t, nil
+		return models.DayStart(d.Year(), d.Month(), d.Day(), loc), models.DayStart(d.Year(), d.Month(), d.Day()+1, loc), nil
+	}
+	// days reads a pair of day filters as [from, the day after to).
+	days := func(fromName, from, toName, to string) (time.Time, time.Time, error) {
+		start, _, err := day(fromName, from)
+		if err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+		_, end, err := day(toName, to)
+		if err != nil {
+			return time.Time{}, time.Time{}, err
+		}
+		if !start.IsZero() && !end.IsZero() && !start.Before(end) {
+			return time.Time{}, time.Time{}, fmt.Errorf("%w: %s %s is after %s %s", models.ErrInvalid, fromName, from, toName, to)
+		}
+		return start, end, nil
 	}
 	var err error
-	if q.From, err = day("from", f.From); err != nil {
+	if q.From, q.To, err = days("from", f.From, "to", f.To); err != nil {
 		return f, q, err
 	}
-	to, err := day("to", f.To)
-	if err != nil {
+	if q.ClosedFrom, q.ClosedTo, err = days("closed_from", f.ClosedFrom, "closed_to", f.ClosedTo); err != nil {
 		return f, q, err
-	}
-	if !to.IsZero() {
-		q.To = to.AddDate(0, 0, 1)
-	}
-	if !q.From.IsZero() && !q.To.IsZero() && !q.From.Before(q.To) {
-		return f, q, fmt.Errorf("%w: from %s is after to %s", models.ErrInvalid, f.From, f.To)
 	}
 	switch f.Sort {
 	case "", "new":
@@ -401,6 +450,8 @@ func (s *server) rerunPreview(c *echo.Context) error {
 		if f := rc.Released; f != nil {
 			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
 				Actor: f.Actor, At: f.CreatedAt}
+		} else if rt.Cause, err = s.taskCause(c.Request().Context(), t, c.Request().URL.Path); err != nil {
+			return err
 		}
 		v.Tasks = append(v.Tasks, rt)
 	}
@@ -438,6 +489,13 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 		}
 		return redirectWithFlash(c, views.RerunURL(no, string(typ)), false, msg)
 	}
+	// The tasks the rerun will make due, to wait for their tries after.
+	var ids []int64
+	if ch, err := s.store.OrderChain(ctx, no); err == nil {
+		for _, rc := range ch.Rerunnable(typ) {
+			ids = append(ids, rc.Task.ID)
+		}
+	}
 	n, err := s.store.Rerun(ctx, no, typ, actor(c), reason)
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
@@ -446,7 +504,41 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 		return s.orderNotFound(c, no, err)
 	}
 	s.wakeWorker()
-	return redirectWithFlash(c, chain, true, t.Tf("orders.flash.done", n))
+	if s.rerunWait <= 0 || len(ids) == 0 {
+		return redirectWithFlash(c, chain, true, t.Tf("orders.flash.done", n))
+	}
+	return s.rerunOutcome(c, chain, ids)
+}
+
+// rerunOutcome waits, up to rerunWait in all, for a try of each task a
+// rerun made due, and goes back to the chain saying how they ended: all
+// released, which failed again and why, or which no worker finished yet.
+func (s *server) rerunOutcome(c *echo.Context, chain string, ids []int64) error {
+	ctx := c.Request().Context()
+	p := flashPage(c)
+	deadline := time.Now().Add(s.rerunWait)
+	var failed, waiting []string
+	for _, id := range ids {
+		task, err := s.awaitTry(ctx, id, deadline)
+		if err != nil {
+			return err
+		}
+		switch task.Status {
+		case models.TaskDone, models.TaskSuperseded, models.TaskAbandoned:
+		case models.TaskRetry, models.TaskManual:
+			failed = append(failed, p.Tf("tasks.one.failed", id, p.Code(string(task.Status)),
+				p.Class(string(task.ErrorClass)), p.ErrText(task.LastError)))
+		default:
+			waiting = append(waiting, p.Tf("tasks.one.waiting", id, s.rerunWait))
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return redirectWithFlash(c, chain, false, strings.Join(append(failed, waiting...), " "))
+	case len(waiting) > 0:
+		return redirectWithFlash(c, chain, true, strings.Join(waiting, " "))
+	}
+	return redirectWithFlash(c, chain, true, p.Tf("orders.flash.released", len(ids)))
 }
 
 // viewerLang is the viewer's language, for a message made before a redirect.

@@ -35,6 +35,13 @@ func reportDay(c *echo.Context, p views.Page) (day string, from, to time.Time, e
 	return from.Format(ledgerDayLayout), from, to, nil
 }
 
+// dayBefore is the date before day (YYYY-MM-DD), counted on the calendar:
+// a day before a shop's day may have no midnight to step back to.
+func dayBefore(day string) string {
+	d, _ := time.Parse(ledgerDayLayout, day)
+	return d.AddDate(0, 0, -1).Format(ledgerDayLayout)
+}
+
 // reportRow is one row of the daily report: a resource type, or one cost
 // bearer of it.
 type reportRow struct {
@@ -82,7 +89,7 @@ func (s *server) reportView(c *echo.Context, p views.Page) (views.ReportView, er
 	today := p.Now.In(p.Loc).Format(ledgerDayLayout)
 	v := views.ReportView{
 		Date: day, Zone: p.Loc.String(), From: from, To: to,
-		PrevURL:    views.Query("/reports/daily", "date", from.AddDate(0, 0, -1).Format(ledgerDayLayout)),
+		PrevURL:    views.Query("/reports/daily", "date", dayBefore(day)),
 		TodayURL:   views.Query("/reports/daily", "date", today),
 		CSVURL:     views.Query("/reports/daily.csv", "date", day),
 		RowsCSVURL: views.Query("/reports/daily-rows.csv", "date", day),

@@ -83,8 +83,16 @@ func (s *server) resourceList(c *echo.Context) error {
 	return render(c, http.StatusOK, views.ResourceListPage(s.page(c, "nav.resources", "resources"), v))
 }
 
-// resourceKey is GET /resources/:type/:key.
+// resourceKey is GET /resources/:type/:key. A built-in type's key is shown
+// on the type's own page (a SKU's, a coupon's, an account's): the route
+// sends it there, keeping ?for=.
 func (s *server) resourceKey(c *echo.Context) error {
+	if _, ok := s.declaredParam(c); !ok {
+		t := models.ResourceType(c.Param("type"))
+		if page := s.store.KeyPage(t, c.Param("key")); page != "" {
+			return c.Redirect(http.StatusSeeOther, withFor(page, fixFor(c), c.QueryParam("back")))
+		}
+	}
 	return s.renderResourceKey(c, http.StatusOK, false, "")
 }
 
@@ -124,6 +132,9 @@ func (s *server) renderResourceKey(c *echo.Context, status int, bad bool, value 
 	for _, task := range k.Tasks {
 		v.Tasks = append(v.Tasks, views.ResourceTaskRow{ID: task.ID, OrderNo: task.OrderNo, Qty: task.Qty,
 			Status: string(task.Status), Attempts: task.Attempts, NextAt: task.NextAt})
+	}
+	if v.Fix, err = s.counterFix(c, t, key, string(t)); err != nil {
+		return err
 	}
 	path := views.ResourceKeyURL(string(t), key)
 	if after != 0 {

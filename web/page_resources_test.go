@@ -175,7 +175,7 @@ func TestResourcesNotFound(t *testing.T) {
 			{"/resources/points", "“积分”是内置资源类型", "/balances"},
 			{"/resources/quota", "“活动名额”是内置资源类型", ""},
 			{"/resources/gold", "没有名为“gold”的资源类型", ""},
-			{"/resources/inventory/sku-1", "“库存”是内置资源类型", "/inventory"},
+			{"/resources/quota/act-1", "“活动名额”是内置资源类型", ""},
 			{"/resources/gold/box-1", "没有名为“gold”的资源类型", ""},
 			{"/resources/gift_wrap/box-2", "礼品包装 没有键“box-2”", ""},
 			{"/resources/gift_wrap/" + url.PathEscape("bad key"), "礼品包装 没有键“bad key”", ""},

@@ -88,15 +88,30 @@ func TestTasksKeyWindowAndWhy(t *testing.T) {
 		if href := mustHref(t, m1, "task-key-link"); href != "/inventory/sku-m" {
 			t.Errorf("sku-m links to %q", href)
 		}
-		if why, _ := testidText(m1, "task-why"); why != "stock short: locked 0, needed 1 — fix the stock, then rerun" {
+		if why, _ := testidText(m1, "task-why"); why != "Stock's held amount was changed outside unhold: 0 now, the ledger says 3 — correct it, then rerun" {
 			t.Errorf("m-1's reason = %q", why)
 		}
 		q1 := taskListRow(body, fmt.Sprint(tkTaskOf(t, b, "q-1", models.ResQuota)))
-		if why, _ := testidText(q1, "task-why"); why != "Activity quota held short: held 0, needed 1 — fix the held amount, then rerun" {
+		if why, _ := testidText(q1, "task-why"); why != "Activity quota's held amount was changed outside unhold: 0 now, the ledger says 1 — correct it, then rerun" {
 			t.Errorf("q-1's reason = %q", why)
 		}
+		// The list gives the reason; the task's page the cause as read now,
+		// with its fix.
+		m1Why := func(en bool) string {
+			body := getPage(t, b, "/tasks?status=MANUAL", en, http.StatusOK)
+			why, _ := testidText(taskListRow(body, fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory))), "task-why")
+			return why
+		}
+		m1Cause := func() string {
+			return causeOf(getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), true, http.StatusOK))
+		}
+		if why := m1Why(false); why != "库存的锁定量在 unhold 之外被改过：当前 0，账本记为 3 —— 先校正，再重跑" {
+			t.Errorf("m-1's reason in Chinese = %q", why)
+		}
 		zh := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), false, http.StatusOK)
-		checkText(t, zh, "task-why", "库存不足：当前锁定 0，需要释放 1 —— 先修正库存，再重跑")
+		if got := causeOf(zh); got != "short.row" || testidTag(zh, "task-why") != "" {
+			t.Errorf("m-1's page: cause %q, and the reason beside it: %v", got, testidTag(zh, "task-why") != "")
+		}
 		if testidTag(zh, "task-tickets") != "" {
 			t.Error("a key no run has looked at links a ticket")
 		}
@@ -113,11 +128,21 @@ func TestTasksKeyWindowAndWhy(t *testing.T) {
 		if href := mustHref(t, zh, "task-ticket"); href != fmt.Sprintf("/recon/diffs/%d", open[0].ID) {
 			t.Errorf("the task links %q, want sku-m's ticket %d", href, open[0].ID)
 		}
-		// Once the stock holds enough again, the reason says the cause is
-		// gone, from the numbers it shows.
-		try(t, "stock fixed", b.s.W.Exec("UPDATE inventory SET locked = 4 WHERE sku_id = 'sku-m'").Error)
-		en := getPage(t, b, "/tasks/"+fmt.Sprint(tkTaskOf(t, b, "m-1", models.ResInventory)), true, http.StatusOK)
-		checkText(t, en, "task-why", "stock is enough again: locked 4, needed 1 — the cause is gone; a rerun will release")
+		// Another hand edit that makes the stock hold as much as the task
+		// gives back does not make the cause gone: the lock is not the
+		// ledger's. Once corrected, the reason says the cause is gone,
+		// from the numbers it shows.
+		try(t, "stock edited", b.s.W.Exec("UPDATE inventory SET locked = 1 WHERE sku_id = 'sku-m'").Error)
+		if why, cause := m1Why(true), m1Cause(); why != "Stock's held amount was changed outside unhold: 1 now, the ledger says 3 — correct it, then rerun" || cause != "short.row" {
+			t.Errorf("after a second hand edit: reason %q, cause %q", why, cause)
+		}
+		l, err := b.s.CounterLedgerOf(b.ctx, models.ResInventory, "sku-m")
+		try(t, "sku-m", err)
+		_, err = b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-m", l.Ledger.Available, "lock moved by hand", "m-1", "ops")
+		try(t, "correct sku-m", err)
+		if why, cause := m1Why(true), m1Cause(); why != "stock is enough again: locked 3, needed 3 — the cause is gone; a rerun will release" || cause != "short.gone" {
+			t.Errorf("after the correction: reason %q, cause %q", why, cause)
+		}
 	})
 }
 

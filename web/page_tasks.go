@@ -18,8 +18,9 @@ import (
 
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, key (of
-// the type), from and to (RFC 3339: created in [from, to)), due.
-func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
+// the type), from and to (created in [from, to); see parseTaskTime for
+// local), due.
+func (s *server) parseTaskFilter(q url.Values, local *time.Location) (models.TaskFilter, error) {
 	var f models.TaskFilter
 	for _, v := range q["status"] {
 		if v == "" {
@@ -55,10 +56,10 @@ func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 	f.OrderNo = strings.TrimSpace(q.Get("order"))
 	f.Key = strings.TrimSpace(q.Get("key"))
 	var err error
-	if f.From, err = parseTaskTime("from", q.Get("from")); err != nil {
+	if f.From, err = parseTaskTime("from", q.Get("from"), local); err != nil {
 		return f, err
 	}
-	if f.To, err = parseTaskTime("to", q.Get("to")); err != nil {
+	if f.To, err = parseTaskTime("to", q.Get("to"), local); err != nil {
 		return f, err
 	}
 	switch v := q.Get("due"); v {
@@ -71,23 +72,52 @@ func (s *server) parseTaskFilter(q url.Values) (models.TaskFilter, error) {
 	return f, f.Validate()
 }
 
-// parseTaskTime reads a window's end as RFC 3339; "" is open.
-func parseTaskTime(name, v string) (time.Time, error) {
+// The layouts of a datetime-local field's value: a wall clock without a
+// zone, to the minute, or to the second when the value has seconds (a
+// fraction after them time.Parse takes anyway).
+const (
+	localTimeLayout  = "2006-01-02T15:04"
+	localTimeLayoutS = "2006-01-02T15:04:05"
+)
+
+// parseTaskTime reads a window's end; "" is open. RFC 3339 is always
+// taken, as the API and every link the server makes write it. With local
+// (the dashboard's form, the shop's zone) a datetime-local value is taken
+// too, read in local; the API passes nil and keeps to RFC 3339.
+func parseTaskTime(name, v string, local *time.Location) (time.Time, error) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339, v)
-	if err != nil {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t.UTC(), nil
+	}
+	if local == nil {
 		return time.Time{}, invalidf("%s must be an RFC 3339 time such as 2026-01-02T15:04:05Z, not %.40q", name, v)
 	}
-	return t.UTC(), nil
+	for _, layout := range []string{localTimeLayout, localTimeLayoutS} {
+		if t, err := time.ParseInLocation(layout, v, local); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, invalidf("%s must be a date and time such as 2026-01-02T15:04 (shop time, %s) or an RFC 3339 time such as 2026-01-02T15:04:05Z, not %.40q",
+		name, local, v)
+}
+
+// localTime is t as a datetime-local field shows it, on loc's wall clock:
+// to the minute, or to the second when it has seconds.
+func localTime(t time.Time, loc *time.Location) string {
+	t = t.In(loc)
+	if t.Second() == 0 && t.Nanosecond() == 0 {
+		return t.Format(localTimeLayout)
+	}
+	return t.Format(localTimeLayoutS)
 }
 
 // parseTaskQuery reads the task list's filter, sort and page position,
-// as the page and the API take them.
-func (s *server) parseTaskQuery(q url.Values) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
-	if f, err = s.parseTaskFilter(q); err != nil {
+// as the page (local: the shop's zone) and the API (nil) take them.
+func (s *server) parseTaskQuery(q url.Values, local *time.Location) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
+	if f, err = s.parseTaskFilter(q, local); err != nil {
 		return
 	}
 	if oldestFirst, err = parseTaskSort(q.Get("sort")); err != nil {
@@ -122,13 +152,15 @@ func tasksURL(path string, f models.TaskFilter, kv ...string) string {
 	return path + "?" + v.Encode()
 }
 
-func taskFilterForm(f models.TaskFilter, oldestFirst bool) views.TaskFilterForm {
+// taskFilterForm is the filter as the list's form shows it, its window
+// on the shop's (loc's) wall clock.
+func taskFilterForm(f models.TaskFilter, oldestFirst bool, loc *time.Location) views.TaskFilterForm {
 	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst}
 	if !f.From.IsZero() {
-		form.From = f.From.Format(time.RFC3339)
+		form.From = localTime(f.From, loc)
 	}
 	if !f.To.IsZero() {
-		form.To = f.To.Format(time.RFC3339)
+		form.To = localTime(f.To, loc)
 	}
 	for _, st := range f.Statuses {
 		form.Statuses = append(form.Statuses, string(st))
@@ -158,20 +190,23 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []views.TaskRow {
 	now := s.store.Now()
 	rows := make([]views.TaskRow, 0, len(tasks))
-	held := map[models.ResourceKey]*int64{}
+	held := map[models.ResourceKey]*models.CounterLedger{}
 	for _, t := range tasks {
 		r := s.taskRow(t, now)
 		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
 			k := models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}
-			h, ok := held[k]
+			l, ok := held[k]
 			if !ok {
 				// Only counters have a held amount; the reason then says less.
-				if st, err := s.store.Counter(ctx, t.ResourceType, t.BizKey); err == nil {
-					h = &st.Locked
+				if cl, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey); err == nil {
+					l = &cl
 				}
-				held[k] = h
+				held[k] = l
 			}
-			r.HeldNow = h
+			if l != nil {
+				r.HeldNow, r.Short = &l.Row.Locked, string(l.Short())
+				r.LedgerHeld, r.ExpectedHeld = l.Ledger.Locked, l.Expected
+			}
 		}
 		rows = append(rows, r)
 	}
@@ -182,7 +217,7 @@ func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []vie
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, oldestFirst, after, err := s.parseTaskQuery(q)
+	f, oldestFirst, after, err := s.parseTaskQuery(q, s.loc)
 	if err != nil {
 		return err
 	}
@@ -194,7 +229,7 @@ func (s *server) tasksList(c *echo.Context) error {
 	if oldestFirst {
 		sortParam = "old"
 	}
-	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst)}
+	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst, s.loc)}
 	for _, st := range models.TaskStatuses {
 		v.StatusOptions = append(v.StatusOptions, string(st))
 	}
@@ -265,6 +300,13 @@ func (s *server) taskDetail(c *echo.Context) error {
 	for _, tk := range tickets {
 		v.Tickets = append(v.Tickets, tk.ID)
 	}
+	if v.Cause, err = s.taskCause(ctx, t.ReleaseTask, c.Request().URL.Path); err != nil {
+		return err
+	}
+	if v.Cause != nil {
+		// The abandon form is on this page.
+		v.Cause.AbandonURL = ""
+	}
 	for _, a := range t.AttemptLog {
 		v.Attempts = append(v.Attempts, views.TaskAttemptRow{ID: a.ID, Worker: a.Worker, Outcome: a.Outcome,
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
@@ -319,7 +361,7 @@ func (s *server) taskRerun(c *echo.Context) error {
 	if s.rerunWait <= 0 {
 		return redirectWithFlash(c, back, true, p.Tf("tasks.one.done", id))
 	}
-	t, err := s.awaitTry(ctx, id)
+	t, err := s.awaitTry(ctx, id, time.Now().Add(s.rerunWait))
 	if err != nil {
 		return err
 	}
@@ -328,15 +370,14 @@ func (s *server) taskRerun(c *echo.Context) error {
 		return redirectWithFlash(c, back, true, p.Tf("tasks.one.released", id))
 	case models.TaskRetry, models.TaskManual:
 		return redirectWithFlash(c, back, false, p.Tf("tasks.one.failed", id, p.Code(string(t.Status)),
-			p.Class(string(t.ErrorClass)), p.Say(t.LastError)))
+			p.Class(string(t.ErrorClass)), p.ErrText(t.LastError)))
 	}
 	return redirectWithFlash(c, back, true, p.Tf("tasks.one.waiting", id, s.rerunWait))
 }
 
 // awaitTry reads task id until a try of it has ended (it is no longer
-// PENDING) or rerunWait has passed, and returns it as last read.
-func (s *server) awaitTry(ctx context.Context, id int64) (*models.ChainTask, error) {
-	deadline := time.Now().Add(s.rerunWait)
+// PENDING) or the deadline has passed, and returns it as last read.
+func (s *server) awaitTry(ctx context.Context, id int64, deadline time.Time) (*models.ChainTask, error) {
 	for {
 		t, err := s.store.Task(ctx, id)
 		if err != nil || t.Status != models.TaskPending || !time.Now().Before(deadline) {
@@ -404,7 +445,7 @@ func (s *server) bulkRerunRefused(c *echo.Context, f models.TaskFilter, err erro
 // bulkRerunPreview lists the RETRY/MANUAL tasks of one type a rerun with
 // this filter would make due, each with a box, and asks for a reason.
 func (s *server) bulkRerunPreview(c *echo.Context) error {
-	f, err := s.parseTaskFilter(c.QueryParams())
+	f, err := s.parseTaskFilter(c.QueryParams(), s.loc)
 	if err != nil {
 		return err
 	}
@@ -450,7 +491,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 		return invalidf("could not read the form: %v", err)
 	}
 	form := c.Request().PostForm
-	f, err := s.parseTaskFilter(form)
+	f, err := s.parseTaskFilter(form, s.loc)
 	if err != nil {
 		return err
 	}

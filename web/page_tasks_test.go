@@ -333,7 +333,7 @@ func TestBulkRerunPages(t *testing.T) {
 			t.Errorf("list link = %q", got)
 		}
 		for _, field := range []string{`name="type" value="inventory"`, `name="status" value="MANUAL"`, `name="reason" required`,
-			`name="id" value="` + idOf["m-1"] + `" checked`, "stock short: locked 0, needed 1"} {
+			`name="id" value="` + idOf["m-1"] + `" checked`, "held amount was changed outside unhold: 0 now, the ledger says 3"} {
 			if !strings.Contains(body, field) {
 				t.Errorf("the page lacks %s", field)
 			}

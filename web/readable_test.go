@@ -46,13 +46,15 @@ func englishSentences(body string) []string {
 }
 
 // readableShop is seedShop and what puts stored English on pages: a
-// cancelled order released, one gone MANUAL (LOCKED_SHORT) and rerun, an
-// unpaid order closed by the timeout job, a reconciliation run with a
-// ticket, and a run of every periodic job whose summary is stored.
+// cancelled order released, one gone MANUAL (LOCKED_SHORT) and rerun, one
+// whose coupon was given back by hand gone MANUAL (STATE_MISMATCH), a late
+// payment that found its coupon taken, an unpaid order closed by the
+// timeout job, a reconciliation run with a ticket, and a run of every
+// periodic job whose summary is stored.
 func readableShop(t *testing.T, b bundle) {
 	t.Helper()
 	ctx := b.ctx
-	seedShop(t, b)
+	sh := seedShop(t, b)
 	log := slog.New(slog.DiscardHandler)
 	w := jobs.NewWorker(b.s, "node-1", 10, time.Minute, log)
 	_, err := b.s.CloseOrder(ctx, "held-1", models.TriggerUserCancel, "u1")
@@ -67,6 +69,26 @@ func readableShop(t *testing.T, b bundle) {
 	_, err = b.s.Rerun(ctx, "short-1", models.ResourceType("inventory"), "root", "库存已修正")
 	try(t, "rerun short-1", err)
 	w.Drain(ctx)
+	_, _, err = b.s.PlaceOrder(ctx, models.PlaceRequest{OrderNo: "cpn-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
+		CouponIDs: []int64{sh.couponU1}})
+	try(t, "place cpn-1", err)
+	_, err = b.s.CloseOrder(ctx, "cpn-1", models.TriggerUserCancel, "u1")
+	try(t, "close cpn-1", err)
+	try(t, "hand edit", b.s.W.Exec("UPDATE user_coupons SET status = 'UNUSED', order_no = NULL WHERE id = ?", sh.couponU1).Error)
+	w.Drain(ctx)
+	cp, err := b.s.CreateCoupon(ctx, "u1", models.CouponPlatform, b.clock.Now().Add(48*time.Hour), "test")
+	try(t, "coupon", err)
+	_, _, err = b.s.PlaceOrder(ctx, models.PlaceRequest{OrderNo: "late-cpn", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
+		CouponIDs: []int64{cp.ID}})
+	try(t, "place late-cpn", err)
+	_, err = b.s.CloseOrder(ctx, "late-cpn", models.TriggerUserCancel, "u1")
+	try(t, "close late-cpn", err)
+	w.Drain(ctx)
+	_, _, err = b.s.PlaceOrder(ctx, models.PlaceRequest{OrderNo: "took-cpn", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}},
+		CouponIDs: []int64{cp.ID}})
+	try(t, "place took-cpn", err)
+	_, err = b.s.PayOrder(ctx, "late-cpn", "txn-late-cpn")
+	try(t, "pay late-cpn", err)
 	_, _, err = b.s.PlaceOrder(ctx, models.PlaceRequest{OrderNo: "late-1", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
 	try(t, "place late-1", err)
 	_, err = b.s.RunReconciliation(ctx, models.ReconByCLI, "root")
@@ -98,14 +120,20 @@ func readableShop(t *testing.T, b bundle) {
 // readablePages are the dashboard's pages over readableShop.
 func readablePages(t *testing.T, b bundle) []string {
 	t.Helper()
-	var task, diff, audit int64
+	var task, couponTask, diff, audit int64
 	try(t, "task", b.s.R.Raw("SELECT MAX(id) FROM release_tasks WHERE order_no = 'short-1'").Scan(&task).Error)
+	try(t, "coupon task", b.s.R.Raw("SELECT MAX(id) FROM release_tasks WHERE order_no = 'cpn-1' AND resource_type = 'coupon'").Scan(&couponTask).Error)
 	try(t, "diff", b.s.R.Raw("SELECT COALESCE(MAX(id), 0) FROM recon_diffs").Scan(&diff).Error)
 	try(t, "audit", b.s.R.Raw("SELECT MAX(id) FROM audit_log WHERE action = 'rerun'").Scan(&audit).Error)
 	pages := []string{"/", "/orders", "/orders/held-1", "/orders/short-1", "/orders/late-1", "/tasks",
 		fmt.Sprintf("/tasks/%d", task), "/inventory", "/inventory/sku-2", "/coupons", "/balances",
 		"/reports/daily", "/recon", "/jobs", "/audit", fmt.Sprintf("/audit/%d", audit), "/search?q=sku",
-		"/admin/users", "/admin/tokens", "/account/password"}
+		"/admin/users", "/admin/tokens", "/account/password",
+		"/orders/cpn-1", "/orders/late-cpn", fmt.Sprintf("/tasks/%d", couponTask), "/tasks?status=MANUAL",
+		"/orders/short-1/resources/inventory/rerun", "/orders/cpn-1/resources/coupon/rerun", "/inventory/sku-2?for=short-1"}
+	var coupon int64
+	try(t, "coupon", b.s.R.Raw("SELECT CAST(biz_key AS INTEGER) FROM release_tasks WHERE id = ?", couponTask).Scan(&coupon).Error)
+	pages = append(pages, fmt.Sprintf("/coupons?coupon=%d", coupon))
 	if diff != 0 {
 		pages = append(pages, fmt.Sprintf("/recon/diffs/%d", diff))
 	}
