@@ -92,7 +92,8 @@ func TestAttackCorrectionRacesWork(t *testing.T) {
 						t   models.ResourceType
 						key string
 					}{{models.ResInventory, "sku-r"}, {models.ResBalance, "u1"}} {
-						_, err := b.s.CorrectCounter(b.ctx, typ.t, typ.key, int64(150+10*op+i), "counted", "", fmt.Sprintf("ops%d", op))
+						_, err := b.s.CorrectCounter(b.ctx, typ.t, typ.key,
+							models.CounterFix{Available: int64(150 + 10*op + i), Reason: "counted"}, fmt.Sprintf("ops%d", op))
 						if err != nil && !errors.Is(err, models.ErrNothingToCorrect) {
 							return err
 						}

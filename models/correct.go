@@ -141,14 +141,30 @@ func (c *counter) keySum(db *gorm.DB, key string) (counterRow, error) {
 	return rows[0], nil
 }
 
+// CounterFix is what an operator asks of a counter key's correction.
+type CounterFix struct {
+	// Available is what was counted.
+	Available int64
+	// Reason is kept in the audit log.
+	Reason string
+	// ForOrder, when not "", is the order whose stopped release the
+	// correction is for: the audit entry is then also written under that
+	// order, so its chain shows it.
+	ForOrder string
+	// Seen, when set, is the row as the operator saw it: a row that
+	// changed since (an order locked or a release gave back meanwhile) is
+	// refused with ErrChangedSince, so a count typed from a stale page
+	// never overwrites what happened after it.
+	Seen *CounterState
+}
+
 // CorrectCounter corrects one key of a counter type (stock, balance,
 // points, quota, a declared type): its held and spent amounts go back to
-// its ledger's, its available amount becomes available, in one
+// its ledger's, its available amount becomes fix.Available, in one
 // transaction with an ADJUST row (trigger CORRECTION, qty available less
-// the ledger's) and an audit entry that keeps reason. forOrder, when not
-// "", is the order whose stopped release the correction is for: the entry
-// is then also written under that order, so its chain shows it.
-func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, available int64, reason, forOrder, actor string) (Correction, error) {
+// the ledger's) and an audit entry that keeps the reason.
+func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, fix CounterFix, actor string) (Correction, error) {
+	available, reason, forOrder := fix.Available, fix.Reason, fix.ForOrder
 	c, err := s.counterOf(t)
 	if err != nil {
 		return Correction{}, err
@@ -174,6 +190,10 @@ func (s *Store) CorrectCounter(ctx context.Context, t ResourceType, key string, 
 		}
 		if !found {
 			return fmt.Errorf("%w: %s %s", ErrNotFound, t, key)
+		}
+		if seen := fix.Seen; seen != nil && *seen != before.state() {
+			return fmt.Errorf("%w: %s %s has available %d, held %d, spent %d now, not the %d, %d, %d seen; read it again",
+				ErrChangedSince, t, key, before.Avail, before.Held, before.Spent, seen.Available, seen.Locked, seen.Spent)
 		}
 		if err := checkFor(tx, forOrder, t, key); err != nil {
 			return err

@@ -82,7 +82,7 @@ func TestCorrectStockMovedByHand(t *testing.T) {
 		if l != want || l.Agrees() || l.Short() != models.ShortChanged {
 			t.Fatalf("before: %+v (%s), want %+v (%s)", l, l.Short(), want, models.ShortChanged)
 		}
-		fix, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 6, "locked moved by hand", "o-1", "ops")
+		fix, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", models.CounterFix{Available: 6, Reason: "locked moved by hand", ForOrder: "o-1"}, "ops")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,7 +101,7 @@ func TestCorrectStockMovedByHand(t *testing.T) {
 		if got := b.stockOf(t, "sku-1"); got != [3]int64{8, 2, 0} {
 			t.Fatalf("sku-1 after the release: %v, want o-2's 2 locked and the rest available", got)
 		}
-		_, err = b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 8, "again", "", "ops")
+		_, err = b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", models.CounterFix{Available: 8, Reason: "again", ForOrder: ""}, "ops")
 		if !errors.Is(err, models.ErrNothingToCorrect) {
 			t.Fatalf("a second correction: %v, want NOTHING_TO_CORRECT", err)
 		}
@@ -120,7 +120,8 @@ func TestCorrectKeepsCountedStock(t *testing.T) {
 		must(t, func() error {
 			return b.s.W.Exec("UPDATE inventory SET available = available + 3 WHERE sku_id = 'sku-2'").Error
 		})
-		fix, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-2", 8, "three found on the shelf", "", "ops")
+		fix, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-2",
+			models.CounterFix{Available: 8, Reason: "three found on the shelf", Seen: &models.CounterState{Available: 8}}, "ops")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,15 +195,15 @@ func TestCorrectBadInput(t *testing.T) {
 			{"unknown type", func() error { return counterFix(b, "gold", "sku-1", 3, "r") }, models.ErrInvalid},
 			{"not a counter", func() error { return counterFix(b, models.ResSlot, "seat-1", 0, "r") }, models.ErrInvalid},
 			{"bad order", func() error {
-				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o 1", "ops")
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", models.CounterFix{Available: 3, Reason: "r", ForOrder: "o 1"}, "ops")
 				return err
 			}, models.ErrInvalid},
 			{"for no such order", func() error {
-				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-9", "ops")
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", models.CounterFix{Available: 3, Reason: "r", ForOrder: "o-9"}, "ops")
 				return err
 			}, models.ErrInvalid},
 			{"for an order that did not hold the key", func() error {
-				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", 3, "r", "o-2", "ops")
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1", models.CounterFix{Available: 3, Reason: "r", ForOrder: "o-2"}, "ops")
 				return err
 			}, models.ErrInvalid},
 			{"coupon for an order that did not hold it", func() error {
@@ -213,6 +214,11 @@ func TestCorrectBadInput(t *testing.T) {
 			}, models.ErrInvalid},
 			{"coupon id", func() error { _, err := b.s.CorrectCoupon(b.ctx, "x1", "r", "", "ops"); return err }, models.ErrInvalid},
 			{"coupon missing", func() error { _, err := b.s.CorrectCoupon(b.ctx, "999999", "r", "", "ops"); return err }, models.ErrNotFound},
+			{"changed since it was read", func() error {
+				_, err := b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-1",
+					models.CounterFix{Available: 3, Reason: "r", Seen: &models.CounterState{Available: 12}}, "ops")
+				return err
+			}, models.ErrChangedSince},
 			{"coupon agrees", func() error {
 				_, err := b.s.CorrectCoupon(b.ctx, strconv.FormatInt(cp, 10), "r", "", "ops")
 				return err
@@ -234,7 +240,7 @@ func TestCorrectBadInput(t *testing.T) {
 }
 
 func counterFix(b bundle, t models.ResourceType, key string, n int64, reason string) error {
-	_, err := b.s.CorrectCounter(b.ctx, t, key, n, reason, "", "ops")
+	_, err := b.s.CorrectCounter(b.ctx, t, key, models.CounterFix{Available: n, Reason: reason, ForOrder: ""}, "ops")
 	return err
 }
 
@@ -252,14 +258,14 @@ func TestCorrectBalancePastOneCredit(t *testing.T) {
 		must(t, func() error {
 			return b.s.W.Exec("UPDATE accounts SET available = available - 7 WHERE uid = 'u1' AND asset = 'BALANCE'").Error
 		})
-		fix, err := b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", 3*models.MaxAmount, "counted", "", "ops")
+		fix, err := b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", models.CounterFix{Available: 3 * models.MaxAmount, Reason: "counted", ForOrder: ""}, "ops")
 		if err != nil {
 			t.Fatalf("correcting an account of %d: %v", 3*models.MaxAmount, err)
 		}
 		if fix.After.Available != 3*models.MaxAmount || fix.Recorded != 0 {
 			t.Fatalf("correction %+v, want all %d back and nothing recorded", fix, 3*models.MaxAmount)
 		}
-		_, err = b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", models.MaxBalance+1, "counted", "", "ops")
+		_, err = b.s.CorrectCounter(b.ctx, models.ResBalance, "u1", models.CounterFix{Available: models.MaxBalance + 1, Reason: "counted", ForOrder: ""}, "ops")
 		if !errors.Is(err, models.ErrInvalid) && !errors.Is(err, models.ErrBalanceOverflow) {
 			t.Fatalf("a correction past MaxBalance: %v, want refused", err)
 		}

@@ -36,7 +36,10 @@ var (
 	ErrNothingToRerun    = &Error{"NOTHING_TO_RERUN", "no RETRY or MANUAL task to rerun"}
 	// ErrNothingToCorrect: the row already is what a correction would make
 	// it; nothing is written.
-	ErrNothingToCorrect  = &Error{"NOTHING_TO_CORRECT", "the row already agrees with its ledger and the amount asked"}
+	ErrNothingToCorrect = &Error{"NOTHING_TO_CORRECT", "the row already agrees with its ledger and the amount asked"}
+	// ErrChangedSince: a correction's key changed after the operator read
+	// it; nothing is written.
+	ErrChangedSince      = &Error{"CHANGED_SINCE", "the key changed since its numbers were read"}
 	ErrStockBelowHeld    = &Error{"STOCK_CONFLICT", "change would leave less than is held"}
 	ErrBalanceOverflow   = &Error{"BALANCE_OVERFLOW", "credit would take the account past its maximum balance"}
 	ErrRemoteRejected    = &Error{"REMOTE_REJECTED", "the service that keeps the resource refused it"}

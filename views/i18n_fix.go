@@ -31,6 +31,8 @@ var fixText = text{
 
 	"fix.flash.counter": {"已校正 %s：%s。", "Corrected %s: %s."},
 	"fix.flash.coupon":  {"已把优惠券 #%s 恢复为 %s。", "Coupon #%s put back to %s."},
+	"fix.flash.changed": {"%s 在你打开页面之后变了（有订单占用或释放），未做改动；请看下面的最新数值，核对后再校正。",
+		"%s changed after you opened the page (an order held or gave back), so nothing was changed; check the numbers below as they are now, then correct again."},
 	"fix.flash.nothing": {"%s 已与账本一致，未做改动。", "%s already agrees with its ledger: nothing changed."},
 	"fix.flash.rerun":   {"现在可以重跑订单 %s 的释放。", "The release of order %s can be rerun now."},
 	"fix.flash.bad":     {"可用量须为 0 到 %s 的整数，收到“%s”；未做改动。", "Available must be a whole number from 0 to %s, not “%s”; nothing changed."},

@@ -101,6 +101,9 @@ type correctBody struct {
 	Available *int64 `json:"available,omitempty"`
 	Reason    string `json:"reason"`
 	OrderNo   string `json:"order_no,omitempty"`
+	// Seen is the counter as the caller read it: a key that changed since
+	// is refused, 409 CHANGED_SINCE.
+	Seen *models.CounterState `json:"seen,omitempty"`
 }
 
 // correctView is what a correction did: a counter's row before and after
@@ -138,7 +141,8 @@ func (s *server) apiCorrect(c *echo.Context) error {
 	if body.Available == nil {
 		return invalidf("available is required: what was counted")
 	}
-	fix, err := s.store.CorrectCounter(ctx, t, key, *body.Available, body.Reason, body.OrderNo, actor(c))
+	fix, err := s.store.CorrectCounter(ctx, t, key,
+		models.CounterFix{Available: *body.Available, Reason: body.Reason, ForOrder: body.OrderNo, Seen: body.Seen}, actor(c))
 	if err != nil {
 		return err
 	}

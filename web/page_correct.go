@@ -129,7 +129,11 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		if perr != nil || strings.TrimLeft(raw, "0123456789") != "" || n > most {
 			return redirectWithFlash(c, back, false, p.Tf("fix.flash.bad", p.Num(most), clipTyped(raw)))
 		}
-		fix, err := s.store.CorrectCounter(ctx, t, key, n, reason, forOrder, actor(c))
+		seen, err := seenForm(r.PostForm)
+		if err != nil {
+			return err
+		}
+		fix, err := s.store.CorrectCounter(ctx, t, key, models.CounterFix{Available: n, Reason: reason, ForOrder: forOrder, Seen: seen}, actor(c))
 		if err != nil {
 			return s.correctFailed(c, p, back, t, key, err)
 		}
@@ -139,6 +143,24 @@ func (s *server) correctSubmit(c *echo.Context) error {
 		msg += " " + p.Tf("fix.flash.rerun", forOrder)
 	}
 	return redirectWithFlash(c, back, true, msg)
+}
+
+// seenForm reads the row the form was drawn with (seen_available,
+// seen_locked, seen_spent): nil when the form has none, as an older page's.
+func seenForm(f url.Values) (*models.CounterState, error) {
+	names := [3]string{"seen_available", "seen_locked", "seen_spent"}
+	if f.Get(names[0]) == "" && f.Get(names[1]) == "" && f.Get(names[2]) == "" {
+		return nil, nil
+	}
+	var v [3]int64
+	for i, name := range names {
+		n, err := strconv.ParseInt(f.Get(name), 10, 64)
+		if err != nil || n < 0 {
+			return nil, invalidf("%s %q is not an amount: the form was changed; reload the page", name, clipTyped(f.Get(name)))
+		}
+		v[i] = n
+	}
+	return &models.CounterState{Available: v[0], Locked: v[1], Spent: v[2]}, nil
 }
 
 // clipTyped cuts what was typed, echoed in a message, to 40 characters.
@@ -154,6 +176,8 @@ func clipTyped(s string) string {
 // is the error page; any other refusal goes back with its message.
 func (s *server) correctFailed(c *echo.Context, p views.Page, back string, t models.ResourceType, key string, err error) error {
 	switch {
+	case errors.Is(err, models.ErrChangedSince):
+		return redirectWithFlash(c, back, false, p.Tf("fix.flash.changed", p.Code(string(t))+" "+key))
 	case errors.Is(err, models.ErrNothingToCorrect):
 		return redirectWithFlash(c, back, false, p.Tf("fix.flash.nothing", p.Code(string(t))+" "+key))
 	case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound):

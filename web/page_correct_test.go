@@ -92,7 +92,13 @@ func TestFixStockFromTheDashboard(t *testing.T) {
 		if testidTag(sku, "fix-differs") == "" || testidTag(sku, "fix-form") == "" {
 			t.Fatalf("the SKU page does not offer the correction:\n%s", testidElement(sku, "fix"))
 		}
-		form := url.Values{"available": {"8"}, "reason": {"locked moved by hand"}, "for": {"f-1"}, "back": {"/inventory/sku-f?for=f-1"}}
+		// The row as the page showed it: the hand edit gave the 2 back.
+		form := url.Values{"available": {"8"}, "reason": {"locked moved by hand"}, "for": {"f-1"}, "back": {"/inventory/sku-f?for=f-1"},
+			"seen_available": {"10"}, "seen_locked": {"0"}, "seen_spent": {"0"}}
+		if fields := testidElement(sku, "fix-form"); !strings.Contains(fields, `name="seen_available" value="10"`) ||
+			!strings.Contains(fields, `name="seen_locked" value="0"`) {
+			t.Errorf("the form does not carry the row it shows:\n%s", fields)
+		}
 		viewer := b.as(b.mustSignIn("vera", auth.RoleViewer))
 		if rec := postForm(viewer, "/resources/inventory/sku-f/correct", form, true); rec.Code != http.StatusForbidden {
 			t.Errorf("a viewer's correction = %d, want 403", rec.Code)
@@ -103,6 +109,7 @@ func TestFixStockFromTheDashboard(t *testing.T) {
 			{"available", "-1", "whole number"},
 			{"available", "8x", "whole number"},
 			{"available", "", "whole number"},
+			{"seen_available", "9", "changed after you opened the page"},
 		} {
 			f := url.Values{}
 			for k, v := range form {
@@ -113,6 +120,15 @@ func TestFixStockFromTheDashboard(t *testing.T) {
 			if flash, _ := testidText(body, "flash"); !strings.Contains(flash, bad.flash) {
 				t.Errorf("%s=%q: flash %q, want %q", bad.field, bad.value, flash, bad.flash)
 			}
+		}
+		tampered := url.Values{}
+		for k, v := range form {
+			tampered[k] = v
+		}
+		tampered.Set("seen_locked", "x")
+		if rec := postForm(b, "/resources/inventory/sku-f/correct", tampered, true); rec.Code != http.StatusBadRequest ||
+			!strings.Contains(rec.Body.String(), "not an amount") {
+			t.Errorf("a tampered form = %d, want 400 saying so", rec.Code)
 		}
 		before.sameExcept(t, snapshot(t, b), nil)
 		loc, body := followPost(t, b, postForm(b, "/resources/inventory/sku-f/correct", form, true), true)
@@ -233,6 +249,7 @@ func TestCorrectAPI(t *testing.T) {
 			{"/api/v1/resources/slot/seat-1/correct", `{"available": 1, "reason": "count"}`, "INVALID_INPUT", 400},
 			{fmt.Sprintf("/api/v1/resources/coupon/%d/correct", cp.ID), `{"available": 1, "reason": "count"}`, "INVALID_INPUT", 400},
 			{fmt.Sprintf("/api/v1/resources/coupon/%d/correct", cp.ID), `{"reason": "count"}`, "NOTHING_TO_CORRECT", 409},
+			{path, `{"available": 7, "reason": "count", "seen": {"available": 10, "locked": 0, "spent": 0}}`, "CHANGED_SINCE", 409},
 		} {
 			rec := b.call(http.MethodPost, bad.path, bad.body)
 			if rec.Code != bad.status || !strings.Contains(rec.Body.String(), `"`+bad.code+`"`) {

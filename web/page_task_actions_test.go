@@ -138,7 +138,7 @@ func TestTasksKeyWindowAndWhy(t *testing.T) {
 		}
 		l, err := b.s.CounterLedgerOf(b.ctx, models.ResInventory, "sku-m")
 		try(t, "sku-m", err)
-		_, err = b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-m", l.Ledger.Available, "lock moved by hand", "m-1", "ops")
+		_, err = b.s.CorrectCounter(b.ctx, models.ResInventory, "sku-m", models.CounterFix{Available: l.Ledger.Available, Reason: "lock moved by hand", ForOrder: "m-1"}, "ops")
 		try(t, "correct sku-m", err)
 		if why, cause := m1Why(true), m1Cause(); why != "stock is enough again: locked 3, needed 3 — the cause is gone; a rerun will release" || cause != "short.gone" {
 			t.Errorf("after the correction: reason %q, cause %q", why, cause)
