@@ -127,7 +127,7 @@ func TestAttackCorrectionRacesWork(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !l.Agrees() || l.Row.Locked != 0 {
+			if l.Row != l.Ledger || l.Row.Locked != 0 {
 				t.Errorf("%s %s after the race: %+v, want the row agreeing with its ledger and nothing held", k.t, k.key, l)
 			}
 		}

@@ -42,9 +42,6 @@ type CounterLedger struct {
 	Expected int64        `json:"expected_held"`
 }
 
-// Agrees tells whether the row is what its ledger says.
-func (c CounterLedger) Agrees() bool { return c.Row == c.Ledger }
-
 // ShortCause is where a key stands for a release that found too little
 // held (LOCKED_SHORT).
 type ShortCause string
