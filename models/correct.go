@@ -123,12 +123,7 @@ func (r counterRow) state() CounterState {
 // ledger row: ledgerSums for one key, through the ledger's key index.
 func (c *counter) keySum(db *gorm.DB, key string) (counterRow, error) {
 	var rows []counterRow
-	q := fmt.Sprintf(`SELECT
-		COALESCE(SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty
-			WHEN 'REFUND' THEN qty WHEN 'RESTOCK' THEN qty ELSE 0 END), 0) AS avail,
-		COALESCE(SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END), 0) AS held,
-		COALESCE(SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END), 0) AS spent
-		FROM %s WHERE %s`, c.ledger, c.where())
+	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, ledgerSumCols, c.ledger, c.where())
 	if err := db.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
 		return counterRow{}, fmt.Errorf("%s %s ledger: %w", c.typ, key, err)
 	}

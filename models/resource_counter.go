@@ -393,13 +393,9 @@ func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (sums map[string]
 		Avail, Held, Spent, After int64
 	}
 	var rows []row
-	q := fmt.Sprintf(`SELECT %s AS key,
-		SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty
-			WHEN 'REFUND' THEN qty WHEN 'RESTOCK' THEN qty ELSE 0 END) AS avail,
-		SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END) AS held,
-		SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END) AS spent,
+	q := fmt.Sprintf(`SELECT %s AS key, %s,
 		SUM(CASE WHEN type IN ('REFUND','RESTOCK','WRITE_OFF') THEN qty ELSE 0 END) AS after
-		FROM %s%s GROUP BY %s`, c.key, c.ledger, where, c.key)
+		FROM %s%s GROUP BY %s`, c.key, ledgerSumCols, c.ledger, where, c.key)
 	if err := db.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
 		return nil, nil, fmt.Errorf("reconcile %s ledger: %w", c.typ, err)
 	}
@@ -410,6 +406,14 @@ func (c *counter) ledgerSums(ctx context.Context, db *gorm.DB) (sums map[string]
 	}
 	return sums, after, nil
 }
+
+// ledgerSumCols are a ledger's sums as the three columns they move, avail,
+// held and spent, each row type by what it moves: ledgerSums and keySum
+// read the ledger by these rules alone.
+const ledgerSumCols = `COALESCE(SUM(CASE type WHEN 'ADJUST' THEN qty WHEN 'LOCK' THEN -qty WHEN 'RELEASE' THEN qty
+			WHEN 'REFUND' THEN qty WHEN 'RESTOCK' THEN qty ELSE 0 END), 0) AS avail,
+		COALESCE(SUM(CASE type WHEN 'LOCK' THEN qty WHEN 'RELEASE' THEN -qty WHEN 'DEDUCT' THEN -qty ELSE 0 END), 0) AS held,
+		COALESCE(SUM(CASE type WHEN 'DEDUCT' THEN qty WHEN 'REFUND' THEN -qty WHEN 'RESTOCK' THEN -qty ELSE 0 END), 0) AS spent`
 
 func nilIfEmpty(s string) any {
 	if s == "" {
