@@ -97,13 +97,8 @@ func (s *server) correctSubmit(c *echo.Context) error {
 	}
 	p := flashPage(c)
 	p.Labels, p.Counters = s.labels, s.counters
-	reason, err := models.RerunReason(r.PostForm.Get("reason"))
-	switch {
-	case errors.Is(err, models.ErrReasonRequired):
-		return redirectWithFlash(c, back, false, p.T("tasks.one.noreason"))
-	case errors.Is(err, models.ErrReasonTooLong):
-		return redirectWithFlash(c, back, false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
-	case err != nil:
+	reason, err := formReason(c, back)
+	if reason == "" {
 		return err
 	}
 	ctx := r.Context()
@@ -202,20 +197,14 @@ func correctBack(page string) string {
 // correctionWords says what a correction changed, amount by amount, in the
 // viewer's language: "available 5 → 3, locked 0 → 2".
 func correctionWords(p views.Page, t models.ResourceType, fix models.Correction) string {
-	cols := [3]string{"ledger.available", "ledger.locked", "ledger.spent"}
-	switch t {
-	case models.ResInventory:
-		cols[2] = "ledger.sold"
-	case models.ResBalance, models.ResPoints:
-		cols[1] = "ledger.frozen"
-	}
+	names := p.AmountNames(string(t))
 	unit := string(t)
 	before := [3]int64{fix.Before.Available, fix.Before.Locked, fix.Before.Spent}
 	after := [3]int64{fix.After.Available, fix.After.Locked, fix.After.Spent}
 	var parts []string
-	for i := range cols {
+	for i, name := range names {
 		if before[i] != after[i] {
-			parts = append(parts, p.Tf("fix.change", p.T(cols[i]), p.Amount(unit, before[i]), p.Amount(unit, after[i])))
+			parts = append(parts, p.Tf("fix.change", name, p.Amount(unit, before[i]), p.Amount(unit, after[i])))
 		}
 	}
 	if len(parts) == 0 {

@@ -325,15 +325,23 @@ func taskFormReason(c *echo.Context, id int64) (reason string, back string, err 
 		return "", "", invalidf("could not read the form: %v", err)
 	}
 	back = "/tasks/" + strconv.FormatInt(id, 10)
+	reason, err = formReason(c, back)
+	return reason, back, err
+}
+
+// formReason reads a parsed form's reason for an operator's action by the
+// one rule (models.RerunReason); an empty or too long one goes back to
+// back with a flash that says so, and changes nothing.
+func formReason(c *echo.Context, back string) (string, error) {
+	reason, err := models.RerunReason(c.Request().PostForm.Get("reason"))
 	p := flashPage(c)
-	reason, err = models.RerunReason(c.Request().PostForm.Get("reason"))
 	switch {
 	case errors.Is(err, models.ErrReasonRequired):
-		return "", back, redirectWithFlash(c, back, false, p.T("tasks.one.noreason"))
+		return "", redirectWithFlash(c, back, false, p.T("tasks.one.noreason"))
 	case errors.Is(err, models.ErrReasonTooLong):
-		return "", back, redirectWithFlash(c, back, false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
+		return "", redirectWithFlash(c, back, false, p.Tf("tasks.bulk.longreason", models.MaxReasonLen))
 	}
-	return reason, back, err
+	return reason, err
 }
 
 // taskRerun is POST /tasks/:id/rerun: one RETRY or MANUAL task made due
