@@ -323,6 +323,12 @@ func TestOwnerFilter(t *testing.T) {
 			if err != nil || len(ts) != want {
 				t.Errorf("tickets owner=%s: %d, %v; want %d", owner, len(ts), err, want)
 			}
+			q := models.DiffQuery{Owner: owner, Me: "bob"}
+			page, err := b.s.DiffTickets(b.ctx, q)
+			n, _, cerr := b.s.CountDiffTickets(b.ctx, q, 100)
+			if err != nil || cerr != nil || len(page.Tickets) != want || n != int64(want) {
+				t.Errorf("ticket page owner=%s: %d (count %d), %v, %v; want %d", owner, len(page.Tickets), n, err, cerr, want)
+			}
 		}
 	})
 }
