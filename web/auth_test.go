@@ -110,11 +110,11 @@ var routeGates = map[string]string{
 	"POST /tasks/:id/notes":                               "operator",
 	"POST /recon/diffs/:id/assign":                        "operator",
 	"POST /recon/diffs/:id/notes":                         "operator",
-	"GET /api/v1/recon/tickets/:ticket_id":                       "viewer",
+	"GET /api/v1/recon/tickets/:ticket_id":                "viewer",
 	"POST /api/v1/tasks/:id/assign":                       "operator",
 	"POST /api/v1/tasks/:id/notes":                        "operator",
-	"POST /api/v1/recon/tickets/:ticket_id/assign":               "operator",
-	"POST /api/v1/recon/tickets/:ticket_id/notes":                "operator",
+	"POST /api/v1/recon/tickets/:ticket_id/assign":        "operator",
+	"POST /api/v1/recon/tickets/:ticket_id/notes":         "operator",
 }
 
 var roleRank = map[string]int{"viewer": 1, "operator": 2, "admin": 3}

@@ -119,7 +119,11 @@ func (s *server) assignSubmit(c *echo.Context, kind models.ItemKind, id int64) e
 	case errors.Is(err, models.ErrBadAssignee):
 		return redirectWithFlash(c, back, false, p.Tf("own.flash.bad", err.Error()))
 	case errors.Is(err, models.ErrNotOpen):
-		return redirectWithFlash(c, back, false, p.Tf("own.flash.notopen", id, err.Error()))
+		status, err := s.itemStatus(c.Request().Context(), kind, id)
+		if err != nil {
+			return err
+		}
+		return redirectWithFlash(c, back, false, p.Tf("own.flash.notopen", id, p.Code(status)))
 	case err != nil:
 		return err
 	}
@@ -179,4 +183,20 @@ func isOperator(c *echo.Context) bool {
 // isAssign tells whether an audit action is a change of owner.
 func isAssign(action string) bool {
 	return action == "take" || action == "hand_over" || action == "let_go"
+}
+
+// itemStatus reads a task's or a ticket's status now, for a refusal to say.
+func (s *server) itemStatus(ctx context.Context, kind models.ItemKind, id int64) (string, error) {
+	if kind == models.ItemTicket {
+		d, err := s.store.GetDiff(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return d.Status, nil
+	}
+	t, err := s.store.Task(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	return string(t.Status), nil
 }
