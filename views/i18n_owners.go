@@ -42,6 +42,11 @@ var ownersText = text{
 	"notes.item.task":   {"任务 #%d", "task #%d"},
 	"notes.item.ticket": {"工单 #%d", "ticket #%d"},
 
+	"code.audit.take":      {"认领", "take"},
+	"code.audit.hand_over": {"转交", "hand over"},
+	"code.audit.let_go":    {"放弃认领", "let go"},
+	"code.audit.note":      {"备注", "note"},
+
 	"tasks.act.take.ok":           {"认领", "took it"},
 	"tasks.act.take.refused":      {"认领被拒绝", "take refused"},
 	"tasks.act.hand_over.ok":      {"转交", "handed it over"},
