@@ -9,6 +9,7 @@ var ownersText = text{
 	"own.since":       {"认领于", "since"},
 	"own.was":         {"曾由 %s 负责（已不在待办中）", "Was %s's (no longer in the queue)"},
 	"own.take":        {"我来处理", "Take it"},
+	"own.takeover":    {"从 %s 处接手", "Take it over from %s"},
 	"own.hand":        {"转交给", "Hand to"},
 	"own.hand.submit": {"转交", "Hand over"},
 	"own.letgo":       {"放弃认领", "Let go"},
