@@ -30,8 +30,9 @@ const (
 var defaultDiffStatuses = []string{models.DiffOpen, models.DiffAcked}
 
 // parseReconFilter reads the ticket list's filter: status (repeatable;
-// OPEN and ACKED when absent), resource, sign (1 or -1) and after (the
-// keyset: the last ticket id shown).
+// OPEN and ACKED when absent), resource, sign (1 or -1), owner (mine, me
+// being who asks; nobody; a name) and after (the keyset: the last ticket
+// id shown).
 func (s *server) parseReconFilter(q url.Values, me string) (views.ReconFilter, models.DiffQuery, error) {
 	var f views.ReconFilter
 	dq := models.DiffQuery{Limit: models.DiffPageSize}

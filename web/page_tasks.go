@@ -19,7 +19,7 @@ import (
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, key (of
 // the type), from and to (created in [from, to); see parseTaskTime for
-// local), due.
+// local), due, owner (mine, me being who asks; nobody; a name).
 func (s *server) parseTaskFilter(q url.Values, local *time.Location, me string) (models.TaskFilter, error) {
 	f := models.TaskFilter{Owner: q.Get("owner"), Me: me}
 	for _, v := range q["status"] {
