@@ -34,6 +34,9 @@ type DiffQuery struct {
 	// Before keeps tickets whose id is below it: the keyset of the next page.
 	Before int64
 	Limit  int
+	// Owner keeps the open tickets of one owner (OwnerMine, OwnerNobody or
+	// a name), as TaskFilter.Owner does; Me is who asks.
+	Owner, Me string
 }
 
 // DiffPage is one page of tickets and the keyset of the next one (0 on the
@@ -58,6 +61,13 @@ func (s *Store) CountDiffTickets(ctx context.Context, q DiffQuery, limit int) (i
 	if q.Sign != 0 {
 		cond += " AND sign = ?"
 		args = append(args, q.Sign)
+	}
+	if err := ValidOwnerFilter(q.Owner, q.Me); err != nil {
+		return 0, false, err
+	}
+	if c, a := ownerWhere(q.Owner, q.Me, "status <> '"+DiffResolved+"'"); c != "" {
+		cond += " AND " + c
+		args = append(args, a...)
 	}
 	return s.countCapped(ctx, "recon_diffs", cond, args, limit)
 }
@@ -106,6 +116,13 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if q.Before > 0 {
 		cond += " AND id < ?"
 		extra = append(extra, q.Before)
+	}
+	if err := ValidOwnerFilter(q.Owner, q.Me); err != nil {
+		return DiffPage{}, err
+	}
+	if c, a := ownerWhere(q.Owner, q.Me, "status <> '"+DiffResolved+"'"); c != "" {
+		cond += " AND " + c
+		extra = append(extra, a...)
 	}
 	var parts []string
 	var args []any

@@ -35,6 +35,45 @@ type TaskFilter struct {
 	From, To time.Time
 	// Due keeps PENDING and RETRY tasks whose next_at has come.
 	Due bool
+	// Owner keeps the MANUAL tasks of one owner: OwnerMine (Me's),
+	// OwnerNobody (the ones no one has taken) or a name. An owner means
+	// something only while its task is MANUAL, so this filter lists MANUAL
+	// tasks only.
+	Owner string
+	// Me is who asks, for OwnerMine; it is not part of the filter's link.
+	Me string
+}
+
+// The owner filter's words; any other value is an owner's name.
+const (
+	OwnerMine   = "mine"
+	OwnerNobody = "nobody"
+)
+
+// ValidOwnerFilter checks an owner filter's value ("" does not filter);
+// OwnerMine needs me, who asks.
+func ValidOwnerFilter(owner, me string) error {
+	switch {
+	case len(owner) > maxAuditShortLen || !utf8.ValidString(owner) || strings.ContainsRune(owner, 0):
+		return fmt.Errorf("%w: owner is mine, nobody or a user name of at most %d bytes", ErrInvalid, maxAuditShortLen)
+	case owner == OwnerMine && me == "":
+		return fmt.Errorf("%w: owner=mine needs to know who asks", ErrInvalid)
+	}
+	return nil
+}
+
+// ownerWhere is the condition of an owner filter on a table whose items
+// are open when open holds, and its arguments; "" when owner is "".
+func ownerWhere(owner, me, open string) (string, []any) {
+	switch owner {
+	case "":
+		return "", nil
+	case OwnerNobody:
+		return "owner = '' AND " + open, nil
+	case OwnerMine:
+		owner = me
+	}
+	return "owner = ? AND " + open, []any{owner}
 }
 
 // MaxTaskKeyLen bounds the key filter, in bytes: longer than any key unhold keeps.
@@ -74,7 +113,7 @@ func (f TaskFilter) Validate() error {
 		return fmt.Errorf("%w: from (%s) must be before to (%s)", ErrInvalid,
 			f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339))
 	}
-	return nil
+	return ValidOwnerFilter(f.Owner, f.Me)
 }
 
 // Values is the filter as URL query parameters, in a stable order, so a
@@ -107,6 +146,9 @@ func (f TaskFilter) Values() url.Values {
 	}
 	if f.Due {
 		v.Set("due", "1")
+	}
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
 	}
 	return v
 }
@@ -175,6 +217,9 @@ func (f TaskFilter) where(now time.Time) (string, []any) {
 	}
 	if f.Due {
 		conds, args = append(conds, "next_at <= ?"), append(args, now)
+	}
+	if c, a := ownerWhere(f.Owner, f.Me, "status = 'MANUAL'"); c != "" {
+		conds, args = append(conds, c), append(args, a...)
 	}
 	return strings.Join(conds, " AND "), args
 }
@@ -378,6 +423,10 @@ func (f TaskFilter) OffersBulkRerun() bool {
 func BulkRerunTarget(f TaskFilter) string {
 	v := f.Values()
 	v.Del("type")
+	if f.Owner == OwnerMine {
+		// The audit says whose tasks they were, not "mine".
+		v.Set("owner", f.Me)
+	}
 	target := "tasks:" + string(f.Type)
 	if len(v) > 0 {
 		target += "?" + v.Encode()

@@ -106,6 +106,15 @@ var routeGates = map[string]string{
 	"GET /api/v1/audit":                                   "viewer",
 	"GET /api/v1/audit/:id":                               "viewer",
 	"GET /api/v1/openapi.json":                            "viewer",
+	"POST /tasks/:id/assign":                              "operator",
+	"POST /tasks/:id/notes":                               "operator",
+	"POST /recon/diffs/:id/assign":                        "operator",
+	"POST /recon/diffs/:id/notes":                         "operator",
+	"GET /api/v1/recon/tickets/:ticket_id":                "viewer",
+	"POST /api/v1/tasks/:id/assign":                       "operator",
+	"POST /api/v1/tasks/:id/notes":                        "operator",
+	"POST /api/v1/recon/tickets/:ticket_id/assign":        "operator",
+	"POST /api/v1/recon/tickets/:ticket_id/notes":         "operator",
 }
 
 var roleRank = map[string]int{"viewer": 1, "operator": 2, "admin": 3}

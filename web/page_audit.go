@@ -167,7 +167,7 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 		typ, query, _ := strings.Cut(rest, "?")
 		if v, err := url.ParseQuery(query); err == nil {
 			v.Set("type", typ)
-			if f, err := s.parseTaskFilter(v, nil); err == nil {
+			if f, err := s.parseTaskFilter(v, nil, ""); err == nil {
 				return tasksURL("/tasks", f)
 			}
 		}

@@ -214,6 +214,11 @@ func (s *server) orderChain(c *echo.Context) error {
 	}
 	v := s.chainView(ch, rec)
 	v.Print = c.QueryParam("print") != ""
+	notes, err := s.store.OrderNotes(ctx, no)
+	if err != nil {
+		return err
+	}
+	v.Notes = noteRows(notes, true)
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 

@@ -30,9 +30,10 @@ const (
 var defaultDiffStatuses = []string{models.DiffOpen, models.DiffAcked}
 
 // parseReconFilter reads the ticket list's filter: status (repeatable;
-// OPEN and ACKED when absent), resource, sign (1 or -1) and after (the
-// keyset: the last ticket id shown).
-func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQuery, error) {
+// OPEN and ACKED when absent), resource, sign (1 or -1), owner (mine, me
+// being who asks; nobody; a name) and after (the keyset: the last ticket
+// id shown).
+func (s *server) parseReconFilter(q url.Values, me string) (views.ReconFilter, models.DiffQuery, error) {
 	var f views.ReconFilter
 	dq := models.DiffQuery{Limit: models.DiffPageSize}
 	for _, v := range q["status"] {
@@ -73,7 +74,8 @@ func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQ
 		}
 		dq.Before = id
 	}
-	return f, dq, nil
+	f.Owner, dq.Owner, dq.Me = q.Get("owner"), q.Get("owner"), me
+	return f, dq, models.ValidOwnerFilter(dq.Owner, me)
 }
 
 // reconURL is the reconciliation page with filter f, from after ("" for the
@@ -88,6 +90,9 @@ func reconURL(f views.ReconFilter, after string) string {
 	}
 	if f.Sign != "" {
 		v.Set("sign", f.Sign)
+	}
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
 	}
 	if after != "" {
 		v.Set("after", after)
@@ -118,7 +123,7 @@ func reconRunRow(r models.ReconRun) views.ReconRunRow {
 func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.ReconRun) views.ReconTicketRow {
 	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: s.store.KeyPage(d.ResourceType, d.BizKey),
 		Check: d.CheckName, Expected: d.Expected, Actual: d.Actual, Sign: d.Sign, Status: d.Status,
-		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed, Kind: d.Kind, Streak: d.Streak}
+		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed, Kind: d.Kind, Streak: d.Streak, Owner: d.Owner}
 	if d.Reasons != "" {
 		r.Reasons = strings.Split(d.Reasons, ",")
 	}
@@ -163,7 +168,7 @@ func (s *server) reconRunsOf(ctx context.Context, tickets []models.DiffTicket, k
 // reconPage is GET /recon: the last runs, the unresolved tickets by
 // resource and sign, and one page of the ticket list.
 func (s *server) reconPage(c *echo.Context) error {
-	f, dq, err := s.parseReconFilter(c.QueryParams())
+	f, dq, err := s.parseReconFilter(c.QueryParams(), actor(c))
 	if err != nil {
 		return err
 	}
@@ -195,6 +200,9 @@ func (s *server) reconPage(c *echo.Context) error {
 		Total: total, Over: over}
 	for _, t := range s.store.Types() {
 		v.ResourceOptions = append(v.ResourceOptions, string(t))
+	}
+	if v.OwnerOptions, err = s.operatorNames(ctx); err != nil {
+		return err
 	}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, reconRunRow(r))
@@ -328,6 +336,12 @@ func (s *server) reconDiff(c *echo.Context) error {
 		}
 	}
 	v.History = reconHistory(d, history, runs, v.ClosedByRun)
+	if v.Owner, err = s.ownerView(c, models.ItemTicket, id, d.Owner, d.OwnedSince, d.Status != models.DiffResolved); err != nil {
+		return err
+	}
+	if v.Notes, err = s.notesView(ctx, models.ItemTicket, id); err != nil {
+		return err
+	}
 	abandoned, err := s.store.AbandonedTasks(ctx, d.ResourceType, d.BizKey)
 	if err != nil {
 		return err

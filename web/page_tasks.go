@@ -19,9 +19,9 @@ import (
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, key (of
 // the type), from and to (created in [from, to); see parseTaskTime for
-// local), due.
-func (s *server) parseTaskFilter(q url.Values, local *time.Location) (models.TaskFilter, error) {
-	var f models.TaskFilter
+// local), due, owner (mine, me being who asks; nobody; a name).
+func (s *server) parseTaskFilter(q url.Values, local *time.Location, me string) (models.TaskFilter, error) {
+	f := models.TaskFilter{Owner: q.Get("owner"), Me: me}
 	for _, v := range q["status"] {
 		if v == "" {
 			continue
@@ -116,8 +116,8 @@ func localTime(t time.Time, loc *time.Location) string {
 
 // parseTaskQuery reads the task list's filter, sort and page position,
 // as the page (local: the shop's zone) and the API (nil) take them.
-func (s *server) parseTaskQuery(q url.Values, local *time.Location) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
-	if f, err = s.parseTaskFilter(q, local); err != nil {
+func (s *server) parseTaskQuery(q url.Values, local *time.Location, me string) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
+	if f, err = s.parseTaskFilter(q, local, me); err != nil {
 		return
 	}
 	if oldestFirst, err = parseTaskSort(q.Get("sort")); err != nil {
@@ -155,7 +155,8 @@ func tasksURL(path string, f models.TaskFilter, kv ...string) string {
 // taskFilterForm is the filter as the list's form shows it, its window
 // on the shop's (loc's) wall clock.
 func taskFilterForm(f models.TaskFilter, oldestFirst bool, loc *time.Location) views.TaskFilterForm {
-	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst}
+	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst,
+		Owner: f.Owner}
 	if !f.From.IsZero() {
 		form.From = localTime(f.From, loc)
 	}
@@ -177,7 +178,7 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty, Op: string(t.Op),
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
 		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures,
-		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey)}
+		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey), Owner: t.Owner}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
 	}
@@ -217,7 +218,7 @@ func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []vie
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, oldestFirst, after, err := s.parseTaskQuery(q, s.loc)
+	f, oldestFirst, after, err := s.parseTaskQuery(q, s.loc, actor(c))
 	if err != nil {
 		return err
 	}
@@ -238,6 +239,9 @@ func (s *server) tasksList(c *echo.Context) error {
 	}
 	for _, cl := range models.ErrorClasses {
 		v.ClassOptions = append(v.ClassOptions, string(cl))
+	}
+	if v.OwnerOptions, err = s.operatorNames(c.Request().Context()); err != nil {
+		return err
 	}
 	v.Rows = s.taskRows(c.Request().Context(), page.Tasks)
 	if v.Total, v.Over, err = s.store.CountTasks(c.Request().Context(), f, models.OrderCountCap); err != nil {
@@ -312,8 +316,24 @@ func (s *server) taskDetail(c *echo.Context) error {
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
 	}
 	for _, e := range history {
-		v.History = append(v.History, views.TaskEvent{At: e.CreatedAt, Actor: e.Actor, Action: e.Action, Outcome: e.Outcome,
-			Reason: e.Reason, Detail: e.Detail})
+		ev := views.TaskEvent{At: e.CreatedAt, Actor: e.Actor, Action: e.Action, Outcome: e.Outcome, Reason: e.Reason, Detail: e.Detail}
+		if isAssign(e.Action) {
+			// An assignment has no reason; its detail says from whom to whom.
+			ev.Reason = e.Detail
+		}
+		v.History = append(v.History, ev)
+	}
+	// The owner box shows while the task is MANUAL, or when it had an
+	// owner, as history.
+	if t.Status == models.TaskManual || t.Owner != "" {
+		ov, err := s.ownerView(c, models.ItemTask, id, t.Owner, t.OwnedSince, t.Status == models.TaskManual)
+		if err != nil {
+			return err
+		}
+		v.Owner = &ov
+	}
+	if v.Notes, err = s.notesView(ctx, models.ItemTask, id); err != nil {
+		return err
 	}
 	return render(c, http.StatusOK, views.TaskDetailPage(s.page(c, "tasks.title", "tasks"), v))
 }
@@ -453,7 +473,7 @@ func (s *server) bulkRerunRefused(c *echo.Context, f models.TaskFilter, err erro
 // bulkRerunPreview lists the RETRY/MANUAL tasks of one type a rerun with
 // this filter would make due, each with a box, and asks for a reason.
 func (s *server) bulkRerunPreview(c *echo.Context) error {
-	f, err := s.parseTaskFilter(c.QueryParams(), s.loc)
+	f, err := s.parseTaskFilter(c.QueryParams(), s.loc, actor(c))
 	if err != nil {
 		return err
 	}
@@ -499,7 +519,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 		return invalidf("could not read the form: %v", err)
 	}
 	form := c.Request().PostForm
-	f, err := s.parseTaskFilter(form, s.loc)
+	f, err := s.parseTaskFilter(form, s.loc, actor(c))
 	if err != nil {
 		return err
 	}

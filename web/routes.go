@@ -43,6 +43,8 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/tasks/:id", gateViewer, s.taskDetail)
 	add(post, "/tasks/:id/rerun", gateOperator, s.taskRerun)
 	add(post, "/tasks/:id/abandon", gateAdmin, s.taskAbandon)
+	add(post, "/tasks/:id/assign", gateOperator, s.taskAssign)
+	add(post, "/tasks/:id/notes", gateOperator, s.taskNote)
 	add(get, "/inventory", gateViewer, s.inventoryList)
 	add(get, "/inventory/:sku_id", gateViewer, s.skuLedger)
 	add(get, "/coupons", gateViewer, s.couponLedger)
@@ -60,6 +62,8 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/recon/diffs/:id", gateViewer, s.reconDiff)
 	add(post, "/recon/diffs/:id/ack", gateOperator, s.reconAck)
 	add(post, "/recon/diffs/:id/resolve", gateOperator, s.reconResolve)
+	add(post, "/recon/diffs/:id/assign", gateOperator, s.ticketAssign)
+	add(post, "/recon/diffs/:id/notes", gateOperator, s.ticketNote)
 	add(get, "/jobs", gateViewer, s.jobsPage)
 	add(post, "/jobs/:name/run", gateOperator, s.jobRunNow)
 	// Any role reads the audit log; a non-admin its operational entries
@@ -115,6 +119,11 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, api+"/tasks/:id/abandon", gateAdmin, s.taskAbandonAPI)
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
+	add(get, api+"/recon/tickets/:ticket_id", gateViewer, s.apiTicket)
+	add(post, api+"/tasks/:id/assign", gateOperator, s.taskAssignAPI)
+	add(post, api+"/tasks/:id/notes", gateOperator, s.taskNoteAPI)
+	add(post, api+"/recon/tickets/:ticket_id/assign", gateOperator, s.ticketAssignAPI)
+	add(post, api+"/recon/tickets/:ticket_id/notes", gateOperator, s.ticketNoteAPI)
 	// The audit log's policy is the pages': any role reads it, a
 	// non-admin its operational entries only, without request metadata.
 	add(get, api+"/audit", gateViewer, s.apiAudit)
