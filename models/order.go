@@ -123,11 +123,13 @@ type ReleaseTask struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	DoneAt         *time.Time `json:"done_at,omitempty"`
+	RerunBy        string     `json:"rerun_by,omitempty"`
+	RerunReason    string     `json:"rerun_reason,omitempty"`
+
 	// ManualSince is when the task last went MANUAL, which its age in
 	// the manual queue counts from; a rerun clears it.
 	ManualSince *time.Time `json:"manual_since,omitempty"`
-	RerunBy     string     `json:"rerun_by,omitempty"`
-	RerunReason    string     `json:"rerun_reason,omitempty"`
+
 	// answer is what a remote type's service answered this try's call,
 	// kept so that recording it again (the batch did not commit, and the
 	// task is tried alone) does not call again.
