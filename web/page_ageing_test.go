@@ -141,6 +141,10 @@ func TestOverviewAgeingLinks(t *testing.T) {
 		if got, _ := testidText(midRow, "task-waiting"); got != "3 h 12 min" {
 			t.Errorf("mid age = %q, want 3 h 12 min", got)
 		}
+		detail := getPage(t, viewer, "/tasks/"+strconv.FormatInt(old, 10), true, http.StatusOK)
+		if got, _ := testidText(detail, "task-waiting"); got != "4 h 0 min" || testidTag(detail, "task-past-sla") == "" {
+			t.Errorf("the task's page says it waited %q (past-SLA mark %q)", got, testidTag(detail, "task-past-sla"))
+		}
 		tickets := getPage(t, viewer, mustHref(t, ov, "ov-age-tickets-oldest"), true, http.StatusOK)
 		if got := rowIDs(ticketRowRE, tickets); !slices.Equal(got, []int64{oldTicket, youngTicket, youngTicket2}) {
 			t.Errorf("tickets oldest first = %v", got)
