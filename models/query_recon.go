@@ -44,9 +44,9 @@ type DiffQuery struct {
 	After       int64
 }
 
-// diffStatuses is what q's status condition keeps: the named statuses
+// KeptStatuses is what q's status condition keeps: the named statuses
 // (every one when none is named), only the unresolved ones with an age.
-func (q DiffQuery) diffStatuses() []string {
+func (q DiffQuery) KeptStatuses() []string {
 	statuses := q.Statuses
 	if len(statuses) == 0 {
 		statuses = DiffStatuses
@@ -73,7 +73,7 @@ type DiffPage struct {
 // CountDiffTickets counts the tickets q keeps (every status when it names
 // none, as DiffTickets reads them), up to limit, as CountTasks does.
 func (s *Store) CountDiffTickets(ctx context.Context, q DiffQuery, limit int) (int64, bool, error) {
-	statuses := q.diffStatuses()
+	statuses := q.KeptStatuses()
 	if len(statuses) == 0 {
 		return 0, false, nil
 	}
@@ -126,7 +126,7 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if len(statuses) == 0 {
 		statuses = DiffStatuses
 	}
-	statuses = DiffQuery{Statuses: statuses, Age: q.Age}.diffStatuses()
+	statuses = DiffQuery{Statuses: statuses, Age: q.Age}.KeptStatuses()
 	if len(statuses) == 0 {
 		return DiffPage{Tickets: []DiffTicket{}}, nil
 	}

@@ -195,6 +195,7 @@ func TestAgeingBadInput(t *testing.T) {
 			"/tasks?sort=age",
 			"/recon?age=1h",
 			"/recon?sort=oldest",
+			"/recon?age=past_sla&status=RESOLVED",
 		} {
 			if rec := servePage(b, path, "en", ""); rec.Code != http.StatusBadRequest {
 				t.Errorf("%s = %d, want 400", path, rec.Code)

@@ -73,6 +73,9 @@ func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQ
 			return f, dq, err
 		}
 		f.Age, dq.Age = v, a
+		if len(dq.KeptStatuses()) == 0 {
+			return f, dq, invalidf("an age keeps unresolved (OPEN or ACKED) tickets; this filter keeps none")
+		}
 	}
 	switch v := q.Get("sort"); v {
 	case "", "new":
