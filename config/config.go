@@ -88,6 +88,11 @@ type Config struct {
 	// Resources are the resource types declared in the resources file
 	// (docs/resources-file.md), in the file's order; nil: none.
 	Resources []DeclaredResource
+
+	// ManualSLA is how long a MANUAL task or an open reconciliation ticket
+	// may wait for a person before it is past the SLA (the overview's
+	// buckets, the lists' marks, the metrics and their alert).
+	ManualSLA time.Duration
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -153,6 +158,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
 	resources := text("resources", "UNHOLD_RESOURCES", "",
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
+	manualSLA := text("manual-sla", "UNHOLD_MANUAL_SLA", "4h",
+		"how long a MANUAL task or an open reconciliation ticket may wait for a person before it is past the SLA, 1m to 720h")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -280,6 +287,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	}
 	cfg.TZ = tz.value
 	if cfg.Resources, err = declared(resources, getenv); err != nil {
+		return Config{}, err
+	}
+	if cfg.ManualSLA, err = durationIn(manualSLA, time.Minute, 720*time.Hour); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

@@ -46,6 +46,8 @@ func defaults(t *testing.T) Config {
 
 		SessionIdle: 30 * time.Minute,
 		SessionMax:  12 * time.Hour,
+
+		ManualSLA: 4 * time.Hour,
 	}
 }
 
@@ -82,6 +84,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_TLS_CERT":               "cert.pem",
 		"UNHOLD_TLS_KEY":                "key.pem",
 		"UNHOLD_TRUSTED_PROXIES":        "10.0.0.0/8, 192.0.2.7,::1",
+		"UNHOLD_MANUAL_SLA":             "90m",
 	}
 
 	tests := []struct {
@@ -126,6 +129,7 @@ func TestLoad(t *testing.T) {
 					{IP: net.IP{192, 0, 2, 7}, Mask: net.CIDRMask(32, 32)},
 					{IP: net.ParseIP("::1"), Mask: net.CIDRMask(128, 128)},
 				}
+				c.ManualSLA = 90 * time.Minute
 			},
 		},
 		{
@@ -162,6 +166,7 @@ func TestLoad(t *testing.T) {
 				"-tls-cert", "",
 				"-tls-key", "",
 				"-trusted-proxies", "",
+				"-manual-sla", "720h",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -189,6 +194,7 @@ func TestLoad(t *testing.T) {
 				c.JobLease = 3 * time.Second
 				c.SessionIdle = time.Minute
 				c.SessionMax = time.Minute
+				c.ManualSLA = 720 * time.Hour
 			},
 		},
 		{
@@ -314,6 +320,18 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -tls-key is set but UNHOLD_TLS_CERT is not; HTTPS needs both`},
 		{"trusted proxies", map[string]string{"UNHOLD_TRUSTED_PROXIES": "10.0.0.0/33"}, nil,
 			`config: UNHOLD_TRUSTED_PROXIES must be comma-separated addresses or CIDR ranges like 10.0.0.0/8,192.0.2.7, got "10.0.0.0/33"`},
+		{"manual sla not a duration", nil, []string{"-manual-sla", "4"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "4"`},
+		{"manual sla zero", map[string]string{"UNHOLD_MANUAL_SLA": "0s"}, nil,
+			`config: UNHOLD_MANUAL_SLA must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "0s"`},
+		{"manual sla negative", nil, []string{"-manual-sla", "-4h"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "-4h"`},
+		{"manual sla too short", map[string]string{"UNHOLD_MANUAL_SLA": "59s"}, nil,
+			`config: UNHOLD_MANUAL_SLA must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "59s"`},
+		{"manual sla too long", nil, []string{"-manual-sla", "721h"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "721h"`},
+		{"manual sla bad flag over good env", map[string]string{"UNHOLD_MANUAL_SLA": "1h"}, []string{"-manual-sla", "soon"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "soon"`},
 		{"unknown flag", nil, []string{"-verbose"},
 			`config: flag provided but not defined: -verbose`},
 	}

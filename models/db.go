@@ -75,6 +75,10 @@ type Options struct {
 	// skip a key before it gets an UNCHECKED ticket; zero is
 	// DefaultUncheckedAfter.
 	ReconUncheckedAfter int
+	// ManualSLA is how long a MANUAL task or an unresolved ticket may
+	// wait for a person before it is past the SLA; zero is
+	// DefaultManualSLA.
+	ManualSLA time.Duration
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -100,6 +104,8 @@ type Store struct {
 	remotes   map[ResourceType]*remoteResource
 	// uncheckedAfter is Options.ReconUncheckedAfter.
 	uncheckedAfter int
+	// manualSLA is Options.ManualSLA.
+	manualSLA time.Duration
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -137,9 +143,12 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
-		uncheckedAfter: opt.ReconUncheckedAfter}
+		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
+	}
+	if s.manualSLA <= 0 {
+		s.manualSLA = DefaultManualSLA
 	}
 	if s.now == nil {
 		s.now = time.Now

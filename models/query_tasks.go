@@ -42,6 +42,9 @@ type TaskFilter struct {
 	Owner string
 	// Me is who asks, for OwnerMine; it is not part of the filter's link.
 	Me string
+	// Age keeps the MANUAL tasks of one age bucket of the manual queue,
+	// by when each went MANUAL, under the store's SLA.
+	Age ManualAge
 }
 
 // The owner filter's words; any other value is an owner's name.
@@ -113,7 +116,18 @@ func (f TaskFilter) Validate() error {
 		return fmt.Errorf("%w: from (%s) must be before to (%s)", ErrInvalid,
 			f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339))
 	}
-	return ValidOwnerFilter(f.Owner, f.Me)
+	if err := ValidOwnerFilter(f.Owner, f.Me); err != nil {
+		return err
+	}
+	if f.Age != "" {
+		if _, err := ParseManualAge(string(f.Age)); err != nil {
+			return err
+		}
+		if f.Due || (len(f.Statuses) > 0 && !containsStatus(f.Statuses, TaskManual)) {
+			return fmt.Errorf("%w: an age keeps MANUAL tasks; this filter keeps none", ErrInvalid)
+		}
+	}
+	return nil
 }
 
 // Values is the filter as URL query parameters, in a stable order, so a
@@ -150,12 +164,22 @@ func (f TaskFilter) Values() url.Values {
 	if f.Owner != "" {
 		v.Set("owner", f.Owner)
 	}
+	if f.Age != "" {
+		v.Set("age", string(f.Age))
+	}
 	return v
 }
 
 // statuses is what the filter's status condition keeps: the named statuses,
-// narrowed to PENDING and RETRY when Due; nil keeps every status.
+// narrowed to PENDING and RETRY when Due, to MANUAL with an age; nil keeps
+// every status.
 func (f TaskFilter) statuses() []TaskStatus {
+	if f.Age != "" {
+		if len(f.Statuses) > 0 && !containsStatus(f.Statuses, TaskManual) {
+			return []TaskStatus{}
+		}
+		return []TaskStatus{TaskManual}
+	}
 	if !f.Due {
 		return dedupStatuses(f.Statuses)
 	}
@@ -190,9 +214,12 @@ func containsStatus(list []TaskStatus, st TaskStatus) bool {
 	return false
 }
 
+// taskWhere is the filter's SQL condition now, under the store's SLA.
+func (s *Store) taskWhere(f TaskFilter) (string, []any) { return f.where(s.Now(), s.manualSLA) }
+
 // where is the filter's SQL condition, without the status one, and its
-// arguments.
-func (f TaskFilter) where(now time.Time) (string, []any) {
+// arguments, at now under the manual queue's sla.
+func (f TaskFilter) where(now time.Time, sla time.Duration) (string, []any) {
 	conds, args := []string{"1 = 1"}, []any{}
 	if f.Type != "" {
 		conds, args = append(conds, "resource_type = ?"), append(args, f.Type)
@@ -221,6 +248,10 @@ func (f TaskFilter) where(now time.Time) (string, []any) {
 	if c, a := ownerWhere(f.Owner, f.Me, "status = 'MANUAL'"); c != "" {
 		conds, args = append(conds, c), append(args, a...)
 	}
+	if f.Age != "" {
+		c, a := f.Age.cond(manualSinceSQL, now, sla)
+		conds, args = append(conds, c), append(args, a...)
+	}
 	return strings.Join(conds, " AND "), args
 }
 
@@ -242,7 +273,7 @@ func (s *Store) CountTasks(ctx context.Context, f TaskFilter, limit int) (n int6
 	if err := s.checkFilter(f); err != nil {
 		return 0, false, err
 	}
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	if statuses := f.statuses(); statuses != nil {
 		if len(statuses) == 0 {
 			return 0, false, nil
@@ -279,7 +310,7 @@ func (s *Store) ListTasks(ctx context.Context, f TaskFilter, after Cursor, oldes
 		limit = TaskPageSize
 	}
 	db := s.R.WithContext(ctx)
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	dir, cmp := "DESC", "<"
 	if oldestFirst {
 		dir, cmp = "ASC", ">"
@@ -399,6 +430,10 @@ func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
 			return nil, fmt.Errorf("%w: due MANUAL tasks do not exist", ErrBulkRerunStatus)
 		}
 		statuses = []TaskStatus{TaskRetry}
+	}
+	if f.Age != "" {
+		// Validate made sure MANUAL is among them.
+		statuses = []TaskStatus{TaskManual}
 	}
 	return statuses, nil
 }

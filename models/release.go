@@ -910,10 +910,16 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 	case failures >= MaxFailures:
 		status, next, outcome, taskClass = TaskManual, now, OutcomeManual, ClassRetryExhausted
 	}
+	// The task was PENDING or RETRY, so it has no manual_since (a rerun
+	// cleared it): set when it goes MANUAL, left NULL when it retries.
+	var manualSince *time.Time
+	if status == TaskManual {
+		manualSince = &now
+	}
 	res := tx.Exec(`UPDATE release_tasks SET status = ?, failures = ?, next_at = ?, last_error = ?, error_class = ?,
-		last_error_class = ?, lease_until = NULL, lease_token = '', updated_at = ?
+		last_error_class = ?, lease_until = NULL, lease_token = '', updated_at = ?, manual_since = ?
 		WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`,
-		status, failures, next, msg, taskClass, class, now, t.ID, t.LeaseToken)
+		status, failures, next, msg, taskClass, class, now, manualSince, t.ID, t.LeaseToken)
 	if res.Error != nil {
 		return ReleaseResult{}, res.Error
 	}
@@ -1044,9 +1050,11 @@ func RerunReason(reason string) (string, error) {
 
 // rerunSet is the SET list of a rerun: the task is due now with trigger
 // RERUN and a fresh failure budget, and a RETRY_EXHAUSTED class goes back
-// to the last error's, since its "8 of 8 failed" no longer holds.
+// to the last error's, since its "8 of 8 failed" no longer holds. It
+// leaves the manual queue, so its age there ends.
 const rerunSet = `status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN', rerun_by = ?, rerun_reason = ?,
-	error_class = CASE WHEN error_class = 'RETRY_EXHAUSTED' THEN last_error_class ELSE error_class END, updated_at = ?`
+	error_class = CASE WHEN error_class = 'RETRY_EXHAUSTED' THEN last_error_class ELSE error_class END, updated_at = ?,
+	manual_since = NULL`
 
 // Rerun makes the RETRY or MANUAL tasks of one resource type of one order due
 // now, with trigger RERUN, and audits it. It never releases anything itself:

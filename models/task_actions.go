@@ -259,7 +259,7 @@ func (s *Store) RerunnableTasks(ctx context.Context, f TaskFilter) ([]ReleaseTas
 	if err != nil {
 		return nil, false, err
 	}
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	var tasks []ReleaseTask
 	err = s.R.WithContext(ctx).Where("status IN ?", statuses).Where(cond, args...).Order("created_at, id").
 		Limit(MaxRerunIDs + 1).Find(&tasks).Error

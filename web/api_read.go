@@ -134,10 +134,10 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 }
 
 // apiTasks is GET /api/v1/tasks: the task list's filter (status,
-// repeatable; type, class, older, order, key, from, to, due) and sort, a
-// page at a time.
+// repeatable; type, class, older, order, key, from, to, due, age) and
+// sort, a page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
-	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams(), nil, actor(c))
+	f, order, after, err := s.parseTaskQuery(c.QueryParams(), nil, actor(c))
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *server) apiTasks(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListTasks(c.Request().Context(), f, after, oldestFirst, limit)
+	page, err := s.listTasks(c.Request().Context(), f, order, after, limit)
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,14 @@ func afterParam(of string) apiParam {
 	return apiParam{Name: "after", Desc: "the next of the previous page (" + of + "); absent for the first page", Schema: textSchema}
 }
 
+// ageParam is a list's age bucket of the manual queue: what of its items
+// have waited how long since they began to wait (since).
+func ageParam(items, since string) apiParam {
+	return apiParam{Name: "age", Desc: "only " + items + " of one age bucket, counted since they " + since +
+		": lt_1h (under an hour and within the SLA), lt_sla (an hour or more, within it), past_sla (waited the -manual-sla or longer)",
+		Schema: enumSchema(models.ManualAges)}
+}
+
 func sortParam() apiParam {
 	return apiParam{Name: "sort", Desc: "new (newest created first, the default) or old",
 		Schema: map[string]any{"type": "string", "enum": []string{"new", "old"}}}
@@ -180,7 +188,10 @@ var apiOps = map[string]apiOp{
 			{Name: "to", Desc: "created before this time (RFC 3339)", Schema: timeSchema},
 			{Name: "due", Desc: "1: only PENDING and RETRY tasks whose next try has come", Schema: map[string]any{"type": "string", "enum": []string{"1"}}},
 			ownerParam("MANUAL tasks"),
-			sortParam(), afterParam("a (created_at, id) cursor"), limitParam(models.TaskPageSize, maxListLimit),
+			ageParam("MANUAL tasks", "went MANUAL"),
+			{Name: "sort", Desc: "new (newest created first, the default), old, or age (MANUAL tasks only: longest waiting since they went MANUAL first; after is then that instant's cursor)",
+				Schema: map[string]any{"type": "string", "enum": []string{"new", "old", "age"}}},
+			afterParam("a (created_at, id) cursor"), limitParam(models.TaskPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.ReleaseTask]{}, Errors: []int{400}},
 	"GET /api/v1/tasks/:id": {Summary: "Read one release task, every attempt at it and its notes, oldest first; owner is who took it while it was MANUAL (kept as history after)",
@@ -212,6 +223,9 @@ var apiOps = map[string]apiOp{
 			{Name: "sign", Desc: "1: actual above expected (a missed release); -1: below",
 				Schema: map[string]any{"type": "string", "enum": []string{"1", "-1"}}},
 			ownerParam("tickets not yet resolved"),
+			ageParam("unresolved tickets", "were opened"),
+			{Name: "sort", Desc: "new (newest first, the default) or age (oldest first)",
+				Schema: map[string]any{"type": "string", "enum": []string{"new", "age"}}},
 			afterParam("a ticket id"), limitParam(models.DiffPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.DiffTicket]{}, Errors: []int{400}},

@@ -31,8 +31,9 @@ var defaultDiffStatuses = []string{models.DiffOpen, models.DiffAcked}
 
 // parseReconFilter reads the ticket list's filter: status (repeatable;
 // OPEN and ACKED when absent), resource, sign (1 or -1), owner (mine, me
-// being who asks; nobody; a name) and after (the keyset: the last ticket
-// id shown).
+// being who asks; nobody; a name), age (a bucket of the manual queue),
+// sort (age: the oldest first) and after (the keyset: the last ticket id
+// shown).
 func (s *server) parseReconFilter(q url.Values, me string) (views.ReconFilter, models.DiffQuery, error) {
 	var f views.ReconFilter
 	dq := models.DiffQuery{Limit: models.DiffPageSize}
@@ -67,12 +68,33 @@ func (s *server) parseReconFilter(q url.Values, me string) (views.ReconFilter, m
 	default:
 		return f, dq, invalidf("sign must be 1 (actual above expected) or -1 (below), not %q", v)
 	}
+	if v := q.Get("age"); v != "" {
+		a, err := models.ParseManualAge(v)
+		if err != nil {
+			return f, dq, err
+		}
+		f.Age, dq.Age = v, a
+		if len(dq.KeptStatuses()) == 0 {
+			return f, dq, invalidf("an age keeps unresolved (OPEN or ACKED) tickets; this filter keeps none")
+		}
+	}
+	switch v := q.Get("sort"); v {
+	case "", "new":
+	case "age":
+		f.Sort, dq.OldestFirst = v, true
+	default:
+		return f, dq, invalidf("sort must be new or age, not %q", v)
+	}
 	if v := q.Get("after"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
 			return f, dq, invalidf("after must be a ticket number from this list's next-page link, not %q", v)
 		}
-		dq.Before = id
+		if dq.OldestFirst {
+			dq.After = id
+		} else {
+			dq.Before = id
+		}
 	}
 	f.Owner, dq.Owner, dq.Me = q.Get("owner"), q.Get("owner"), me
 	return f, dq, models.ValidOwnerFilter(dq.Owner, me)
@@ -93,6 +115,12 @@ func reconURL(f views.ReconFilter, after string) string {
 	}
 	if f.Owner != "" {
 		v.Set("owner", f.Owner)
+	}
+	if f.Age != "" {
+		v.Set("age", f.Age)
+	}
+	if f.Sort != "" {
+		v.Set("sort", f.Sort)
 	}
 	if after != "" {
 		v.Set("after", after)
@@ -140,6 +168,10 @@ func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.Recon
 	}
 	if run, ok := runs[d.LastRunID]; ok {
 		r.LastAt = run.StartedAt
+	}
+	if slices.Contains(models.UnresolvedStatuses, d.Status) {
+		r.OpenedAt = d.CreatedAt
+		r.PastSLA = models.AgeBucket(s.store.Now().Sub(d.CreatedAt), s.store.ManualSLA()) == models.AgePastSLA
 	}
 	return r
 }
@@ -197,7 +229,7 @@ func (s *server) reconPage(c *echo.Context) error {
 		return err
 	}
 	v := views.ReconView{Filter: f, StatusOptions: models.DiffStatuses, Tickets: make([]views.ReconTicketRow, 0, len(page.Tickets)),
-		Total: total, Over: over}
+		Total: total, Over: over, SLA: s.store.ManualSLA()}
 	for _, t := range s.store.Types() {
 		v.ResourceOptions = append(v.ResourceOptions, string(t))
 	}
@@ -217,7 +249,7 @@ func (s *server) reconPage(c *echo.Context) error {
 	if page.Next != 0 {
 		v.NextURL = reconURL(f, strconv.FormatInt(page.Next, 10))
 	}
-	if dq.Before != 0 {
+	if dq.Before != 0 || dq.After != 0 {
 		v.FirstURL = reconURL(f, "")
 	}
 	return render(c, http.StatusOK, views.ReconPage(s.page(c, "recon.title", "recon"), v))

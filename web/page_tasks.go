@@ -19,7 +19,8 @@ import (
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, key (of
 // the type), from and to (created in [from, to); see parseTaskTime for
-// local), due, owner (mine, me being who asks; nobody; a name).
+// local), due, owner (mine, me being who asks; nobody; a name), age (a
+// bucket of the manual queue).
 func (s *server) parseTaskFilter(q url.Values, local *time.Location, me string) (models.TaskFilter, error) {
 	f := models.TaskFilter{Owner: q.Get("owner"), Me: me}
 	for _, v := range q["status"] {
@@ -69,6 +70,11 @@ func (s *server) parseTaskFilter(q url.Values, local *time.Location, me string) 
 	default:
 		return f, invalidf("due must be 1 or absent, not %q", v)
 	}
+	if v := q.Get("age"); v != "" {
+		if f.Age, err = models.ParseManualAge(v); err != nil {
+			return f, err
+		}
+	}
 	return f, f.Validate()
 }
 
@@ -116,26 +122,47 @@ func localTime(t time.Time, loc *time.Location) string {
 
 // parseTaskQuery reads the task list's filter, sort and page position,
 // as the page (local: the shop's zone) and the API (nil) take them.
-func (s *server) parseTaskQuery(q url.Values, local *time.Location, me string) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
+func (s *server) parseTaskQuery(q url.Values, local *time.Location, me string) (f models.TaskFilter, order taskSort, after models.Cursor, err error) {
 	if f, err = s.parseTaskFilter(q, local, me); err != nil {
 		return
 	}
-	if oldestFirst, err = parseTaskSort(q.Get("sort")); err != nil {
+	if order, err = parseTaskSort(q.Get("sort")); err != nil {
 		return
 	}
 	after, err = models.ParseCursor(q.Get("after"))
 	return
 }
 
-// parseTaskSort reads the list order: newest created first, or "old".
-func parseTaskSort(v string) (oldestFirst bool, err error) {
+// taskSort is the task list's order: newest created first (""), oldest
+// created first ("old"), or longest in the manual queue first ("age", of
+// MANUAL tasks only).
+type taskSort string
+
+const (
+	sortNew taskSort = ""
+	sortOld taskSort = "old"
+	sortAge taskSort = "age"
+)
+
+// parseTaskSort reads the list order: new (or nothing), old or age.
+func parseTaskSort(v string) (taskSort, error) {
 	switch v {
 	case "", "new":
-		return false, nil
+		return sortNew, nil
 	case "old":
-		return true, nil
+		return sortOld, nil
+	case "age":
+		return sortAge, nil
 	}
-	return false, invalidf("sort must be new or old, not %q", v)
+	return "", invalidf("sort must be new, old or age, not %q", v)
+}
+
+// listTasks reads one page of the task list in the order asked for.
+func (s *server) listTasks(ctx context.Context, f models.TaskFilter, order taskSort, after models.Cursor, limit int) (models.TaskPage, error) {
+	if order == sortAge {
+		return s.store.ListManualByAge(ctx, f, after, limit)
+	}
+	return s.store.ListTasks(ctx, f, after, order == sortOld, limit)
 }
 
 // tasksURL is a link to path with the filter and the extra pairs.
@@ -154,9 +181,9 @@ func tasksURL(path string, f models.TaskFilter, kv ...string) string {
 
 // taskFilterForm is the filter as the list's form shows it, its window
 // on the shop's (loc's) wall clock.
-func taskFilterForm(f models.TaskFilter, oldestFirst bool, loc *time.Location) views.TaskFilterForm {
-	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst,
-		Owner: f.Owner}
+func taskFilterForm(f models.TaskFilter, order taskSort, loc *time.Location) views.TaskFilterForm {
+	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
+		OldFirst: order == sortOld, ByAge: order == sortAge, Age: string(f.Age), Owner: f.Owner}
 	if !f.From.IsZero() {
 		form.From = localTime(f.From, loc)
 	}
@@ -181,6 +208,10 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey), Owner: t.Owner}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
+	}
+	if t.Status == models.TaskManual {
+		r.ManualSince = t.WaitingSince()
+		r.PastSLA = models.AgeBucket(now.Sub(r.ManualSince), s.store.ManualSLA()) == models.AgePastSLA
 	}
 	return r
 }
@@ -218,19 +249,16 @@ func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []vie
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, oldestFirst, after, err := s.parseTaskQuery(q, s.loc, actor(c))
+	f, order, after, err := s.parseTaskQuery(q, s.loc, actor(c))
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListTasks(c.Request().Context(), f, after, oldestFirst, models.TaskPageSize)
+	page, err := s.listTasks(c.Request().Context(), f, order, after, models.TaskPageSize)
 	if err != nil {
 		return err
 	}
-	sortParam := ""
-	if oldestFirst {
-		sortParam = "old"
-	}
-	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst, s.loc)}
+	sortParam := string(order)
+	v := views.TasksView{Filter: taskFilterForm(f, order, s.loc), SLA: s.store.ManualSLA()}
 	for _, st := range models.TaskStatuses {
 		v.StatusOptions = append(v.StatusOptions, string(st))
 	}
