@@ -31,6 +31,9 @@ CREATE TRIGGER item_notes_append_only BEFORE UPDATE OR DELETE ON item_notes
     FOR EACH ROW EXECUTE FUNCTION reject_append_only_change();
 CREATE TRIGGER item_notes_no_truncate BEFORE TRUNCATE ON item_notes
     FOR EACH STATEMENT EXECUTE FUNCTION reject_append_only_change();
+-- Also under session_replication_role = replica, as the ledgers (00014).
+ALTER TABLE item_notes ENABLE ALWAYS TRIGGER item_notes_append_only;
+ALTER TABLE item_notes ENABLE ALWAYS TRIGGER item_notes_no_truncate;
 
 -- +goose Down
 DROP TABLE item_notes;

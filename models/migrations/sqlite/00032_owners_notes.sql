@@ -35,6 +35,13 @@ BEGIN SELECT RAISE(ABORT, 'notes are append-only'); END;
 CREATE TRIGGER item_notes_no_delete BEFORE DELETE ON item_notes
 BEGIN SELECT RAISE(ABORT, 'notes are append-only'); END;
 -- +goose StatementEnd
+-- A REPLACE on a note's id would delete it without the delete trigger
+-- (00013 says why).
+-- +goose StatementBegin
+CREATE TRIGGER item_notes_no_replace BEFORE INSERT ON item_notes
+WHEN EXISTS (SELECT 1 FROM item_notes WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'notes are append-only'); END;
+-- +goose StatementEnd
 
 -- +goose Down
 DROP TABLE item_notes;
