@@ -88,6 +88,11 @@ type Config struct {
 	// Resources are the resource types declared in the resources file
 	// (docs/resources-file.md), in the file's order; nil: none.
 	Resources []DeclaredResource
+
+	// ApprovalThreshold is the smallest amount, in a task's own units, of
+	// a balance, points or approval: true task whose rerun or abandon
+	// needs a second person's approval; 0: every one.
+	ApprovalThreshold int64
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -153,6 +158,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
 	resources := text("resources", "UNHOLD_RESOURCES", "",
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
+
+	approvalThreshold := text("approval-threshold", "UNHOLD_APPROVAL_THRESHOLD", "0",
+		"smallest amount (in the type's own units) of a balance, points or approval: true task whose rerun or abandon needs a second person's approval; 0: every one")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -222,6 +230,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.ReconUncheckedAfter, err = intIn(uncheckedAfter, 1, 100); err != nil {
+		return Config{}, err
+	}
+	if cfg.ApprovalThreshold, err = wholeNumber(approvalThreshold); err != nil {
 		return Config{}, err
 	}
 	if cfg.LedgerReportSchedule, err = schedule(reportSched); err != nil {
@@ -369,6 +380,15 @@ func intIn(s *setting, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(s.value)
 	if err != nil || n < lo || n > hi {
 		return 0, s.errorf(fmt.Sprintf("an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+// wholeNumber reads an amount: a whole number, 0 or more.
+func wholeNumber(s *setting) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s.value), 10, 64)
+	if err != nil || n < 0 {
+		return 0, s.errorf("a whole number of 0 or more")
 	}
 	return n, nil
 }

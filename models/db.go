@@ -75,6 +75,12 @@ type Options struct {
 	// skip a key before it gets an UNCHECKED ticket; zero is
 	// DefaultUncheckedAfter.
 	ReconUncheckedAfter int
+	// ApprovalThreshold is the smallest amount of a task of a type that
+	// needs approval whose rerun or abandon is a request another person
+	// approves (0: every one). ApprovalTypes are the declared types that
+	// need it besides balance and points.
+	ApprovalThreshold int64
+	ApprovalTypes     []ResourceType
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -100,6 +106,8 @@ type Store struct {
 	remotes   map[ResourceType]*remoteResource
 	// uncheckedAfter is Options.ReconUncheckedAfter.
 	uncheckedAfter int
+	// approval says which tasks' reruns and abandons need a second person.
+	approval approvalPolicy
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -137,7 +145,7 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
-		uncheckedAfter: opt.ReconUncheckedAfter}
+		uncheckedAfter: opt.ReconUncheckedAfter, approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes)}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
