@@ -66,14 +66,14 @@ func ParseApprovalStatus(v string) (ApprovalStatus, error) {
 
 // Refusals of a request's steps.
 var (
-	ErrNeedsApproval = &Error{"NEEDS_APPROVAL", "this task's rerun or abandon needs a second person's approval; request it"}
-	ErrNoApproval    = &Error{"APPROVAL_NOT_NEEDED", "this task's rerun or abandon needs no approval; do it directly"}
-	ErrRequestOpen   = &Error{"REQUEST_OPEN", "a request for this task and action is already open"}
-	ErrOwnRequest    = &Error{"OWN_REQUEST", "the requester cannot approve or reject their own request"}
-	ErrApproverRole  = &Error{"APPROVER_ROLE", "an abandon is approved, rejected or requested by an admin only"}
-	ErrRequestClosed = &Error{"REQUEST_CLOSED", "the request is no longer pending"}
+	ErrNeedsApproval  = &Error{"NEEDS_APPROVAL", "this task's rerun or abandon needs a second person's approval; request it"}
+	ErrNoApproval     = &Error{"APPROVAL_NOT_NEEDED", "this task's rerun or abandon needs no approval; do it directly"}
+	ErrRequestOpen    = &Error{"REQUEST_OPEN", "a request for this task and action is already open"}
+	ErrOwnRequest     = &Error{"OWN_REQUEST", "the requester cannot approve or reject their own request"}
+	ErrApproverRole   = &Error{"APPROVER_ROLE", "an abandon is approved, rejected or requested by an admin only"}
+	ErrRequestClosed  = &Error{"REQUEST_CLOSED", "the request is no longer pending"}
 	ErrRequestExpired = &Error{"REQUEST_EXPIRED", "the request expired; request again"}
-	ErrTaskChanged   = &Error{"TASK_CHANGED", "the task changed since the request; nothing to approve"}
+	ErrTaskChanged    = &Error{"TASK_CHANGED", "the task changed since the request; nothing to approve"}
 )
 
 // approvalPolicy says which tasks need a second person.

@@ -180,7 +180,9 @@ func TestApprovalAfterTaskDone(t *testing.T) {
 		tk := b.balanceTask(t, "o-1", 300, models.TaskRetry)
 		r := b.request(t, tk.ID, models.ApprovalRerun, alice)
 		// balanceTask drained before the request; the retry is due now.
-		must(t, func() error { return b.s.W.Exec(`UPDATE release_tasks SET next_at = ? WHERE id = ?`, b.clock.Now(), tk.ID).Error })
+		must(t, func() error {
+			return b.s.W.Exec(`UPDATE release_tasks SET next_at = ? WHERE id = ?`, b.clock.Now(), tk.ID).Error
+		})
 		b.drain(t, "w2")
 		if st := b.balanceOf(t, "o-1").Status; st != models.TaskDone {
 			t.Fatalf("task after the worker: %s", st)
@@ -319,7 +321,9 @@ func TestApprovalDirectPathsRefused(t *testing.T) {
 			t.Fatalf("stock rerun: %v", err)
 		}
 		var stock models.ReleaseTask
-		must(t, func() error { return b.s.R.Where("order_no = 'o-1' AND resource_type = 'inventory'").Take(&stock).Error })
+		must(t, func() error {
+			return b.s.R.Where("order_no = 'o-1' AND resource_type = 'inventory'").Take(&stock).Error
+		})
 		if _, err := b.s.RequestApproval(b.ctx, stock.ID, models.ApprovalRerun, alice, "x"); !errors.Is(err, models.ErrNoApproval) {
 			t.Fatalf("request for a task needing none: %v", err)
 		}
@@ -428,7 +432,10 @@ func TestApprovalBadInput(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		tk := b.balanceTask(t, "o-1", 300, models.TaskManual)
 		for name, err := range map[string]error{
-			"no reason":      func() error { _, err := b.s.RequestApproval(b.ctx, tk.ID, models.ApprovalRerun, alice, " "); return err }(),
+			"no reason": func() error {
+				_, err := b.s.RequestApproval(b.ctx, tk.ID, models.ApprovalRerun, alice, " ")
+				return err
+			}(),
 			"bad action":     func() error { _, err := b.s.RequestApproval(b.ctx, tk.ID, "delete", alice, "x"); return err }(),
 			"bad task id":    func() error { _, err := b.s.RequestApproval(b.ctx, 0, models.ApprovalRerun, alice, "x"); return err }(),
 			"bad request id": func() error { _, err := b.s.ApproveRequest(b.ctx, -1, bob, "x"); return err }(),

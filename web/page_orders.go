@@ -500,6 +500,8 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.nothing", t.Code(string(typ))))
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.needs_approval", t.Code(string(typ)), taskLinks(ids)))
 	case err != nil:
 		return s.orderNotFound(c, no, err)
 	}
