@@ -1083,7 +1083,7 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 		}
 		if len(need) > 0 {
 			// All or nothing: an order's tasks of a type are one rerun.
-			return fmt.Errorf("%w: order %s: %s task(s) %s need a second person; request each", ErrNeedsApproval, orderNo, t, idList(need))
+			return fmt.Errorf("%w: order %s, %s task(s) %s", ErrNeedsApproval, orderNo, t, idList(need))
 		}
 		if _, err := s.countLostTries(tx, held, now); err != nil {
 			return err
