@@ -74,6 +74,8 @@ var approvalsText = text{
 	"orders.flash.needs_approval": {"未做任何更改（NEEDS_APPROVAL）：此订单的%s任务涉及资金，须逐个在任务页提交申请、由另一人批准：%s", "Nothing was changed (NEEDS_APPROVAL): this order's %s tasks move money; request each on its task's page for another person to approve: %s"},
 	"tasks.one.needs_approval":    {"未做任何更改（NEEDS_APPROVAL）：任务 #%d 涉及资金，请在下方提交申请，由另一人批准。", "Nothing was changed (NEEDS_APPROVAL): task #%d moves money; request it below for another person to approve."},
 	"tasks.picked.needs_approval": {"%d 个任务涉及资金，未重跑，须逐个申请审批：%s", "%d task(s) move money and were left out; request approval for each: %s"},
+	"approvals.rerun.needs":       {"这些任务涉及资金，不能直接重跑：请点任务号，在任务页提交申请，由另一人批准。", "These tasks move money and cannot be rerun directly: open each task and request its rerun there, for another person to approve."},
+	"approvals.bulk.needs":        {"其中 %d 个任务涉及资金，批量重跑会跳过它们；请在各自的任务页提交申请。", "%d of these tasks move money: the bulk rerun leaves them out; request each on its task's page."},
 	"overview.approvals":          {"待审批", "Awaiting approval"},
 	"overview.approvals.help":     {"等待另一人批准的重跑/放弃申请", "Reruns and abandons awaiting a second person"},
 }

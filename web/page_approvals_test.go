@@ -122,8 +122,15 @@ func TestApprovalDirectPathsRefusedWeb(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		id := moneyTask(t, b, "m-1", 300)
+		body := getPage(t, b, "/orders/m-1/resources/balance/rerun", true, http.StatusOK)
+		requireElement(t, body, "rerun-needs-approval", true)
+		requireElement(t, body, "rerun-form", false)
+		body = getPage(t, b, "/tasks/rerun?type=balance&status=MANUAL", true, http.StatusOK)
+		if text, _ := testidText(body, "bulk-needs-approval"); !strings.HasPrefix(text, "1 of these tasks move money") {
+			t.Errorf("bulk preview says %q", text)
+		}
 		before := snapshot(t, b)
-		_, body := followPost(t, b, postForm(b, "/orders/m-1/resources/balance/rerun", url.Values{"reason": {"x"}}, true), true)
+		_, body = followPost(t, b, postForm(b, "/orders/m-1/resources/balance/rerun", url.Values{"reason": {"x"}}, true), true)
 		if flash, _ := testidText(body, "flash"); !strings.Contains(flash, "NEEDS_APPROVAL") || !strings.Contains(flash, fmt.Sprintf("/tasks/%d", id)) {
 			t.Errorf("order rerun: flash %q", flash)
 		}

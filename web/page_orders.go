@@ -454,6 +454,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 			return err
 		}
 		v.Tasks = append(v.Tasks, rt)
+		v.NeedApproval = v.NeedApproval || s.store.NeedsApproval(t)
 	}
 	status := http.StatusOK
 	if len(v.Tasks) == 0 {

@@ -477,6 +477,11 @@ func (s *server) bulkRerunPreview(c *echo.Context) error {
 	}
 	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
 		Tasks: s.taskRows(ctx, tasks), More: more, BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
+	for _, t := range tasks {
+		if s.store.NeedsApproval(t) {
+			v.NeedApproval++
+		}
+	}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = models.RerunnableStatuses
