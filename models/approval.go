@@ -233,10 +233,10 @@ func (s *Store) auditBoth(tx *gorm.DB, r ApprovalRequest, actor, action, reason,
 func taskChange(r ApprovalRequest, t ReleaseTask) string {
 	switch {
 	case t.Status != r.TaskStatus:
-		return fmt.Sprintf("task %d is %s since %s (was %s when requested); nothing to approve", t.ID, t.Status,
+		return fmt.Sprintf("task %d is %s since %s (was %s when requested)", t.ID, t.Status,
 			t.UpdatedAt.UTC().Format("2006-01-02 15:04:05Z"), r.TaskStatus)
 	case t.Attempts != r.TaskAttempts || t.Failures != r.TaskFailures:
-		return fmt.Sprintf("task %d was tried again since the request (attempts %d → %d, failures %d → %d); request again if it still needs it",
+		return fmt.Sprintf("task %d was tried again since the request (attempts %d → %d, failures %d → %d)",
 			t.ID, r.TaskAttempts, t.Attempts, r.TaskFailures, t.Failures)
 	}
 	return ""
