@@ -93,6 +93,10 @@ type Config struct {
 	// may wait for a person before it is past the SLA (the overview's
 	// buckets, the lists' marks, the metrics and their alert).
 	ManualSLA time.Duration
+	// ApprovalThreshold is the smallest amount, in a task's own units, of
+	// a balance, points or approval: true task whose rerun or abandon
+	// needs a second person's approval; 0: every one.
+	ApprovalThreshold int64
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -160,6 +164,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
 	manualSLA := text("manual-sla", "UNHOLD_MANUAL_SLA", "4h",
 		"how long a MANUAL task or an open reconciliation ticket may wait for a person before it is past the SLA, 1m to 720h")
+
+	approvalThreshold := text("approval-threshold", "UNHOLD_APPROVAL_THRESHOLD", "0",
+		"smallest amount (in the type's own units) of a balance, points or approval: true task whose rerun or abandon needs a second person's approval; 0: every one")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -229,6 +236,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.ReconUncheckedAfter, err = intIn(uncheckedAfter, 1, 100); err != nil {
+		return Config{}, err
+	}
+	if cfg.ApprovalThreshold, err = wholeNumber(approvalThreshold); err != nil {
 		return Config{}, err
 	}
 	if cfg.LedgerReportSchedule, err = schedule(reportSched); err != nil {
@@ -379,6 +389,15 @@ func intIn(s *setting, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(s.value)
 	if err != nil || n < lo || n > hi {
 		return 0, s.errorf(fmt.Sprintf("an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+// wholeNumber reads an amount: a whole number, 0 or more.
+func wholeNumber(s *setting) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s.value), 10, 64)
+	if err != nil || n < 0 {
+		return 0, s.errorf("a whole number of 0 or more")
 	}
 	return n, nil
 }

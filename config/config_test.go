@@ -204,6 +204,11 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.WorkerBatch = 1; c.LogFormat = LogFormatJSON },
 		},
 		{
+			name: "approval threshold",
+			env:  map[string]string{"UNHOLD_APPROVAL_THRESHOLD": "500"},
+			want: func(c *Config) { c.ApprovalThreshold = 500 },
+		},
+		{
 			name: "bare bool flag and double dash",
 			args: []string{"--demo"},
 			want: func(c *Config) { c.Demo = true },
@@ -254,6 +259,10 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -worker-id must be a worker name, got " "`},
 		{"batch not a number", map[string]string{"UNHOLD_WORKER_BATCH": "abc"}, nil,
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "abc"`},
+		{"approval threshold negative", nil, []string{"-approval-threshold", "-1"},
+			`config: -approval-threshold must be a whole number of 0 or more, got "-1"`},
+		{"approval threshold not whole", map[string]string{"UNHOLD_APPROVAL_THRESHOLD": "1.5"}, nil,
+			`config: UNHOLD_APPROVAL_THRESHOLD must be a whole number of 0 or more, got "1.5"`},
 		{"pools zero", nil, []string{"-pools", "0"},
 			`config: -pools must be an integer from 1 to 64, got "0"`},
 		{"pools too many", map[string]string{"UNHOLD_POOLS": "65"}, nil,

@@ -65,6 +65,10 @@ type DeclaredResource struct {
 	// than loopback.
 	Strict       bool
 	InsecureHTTP bool
+	// Approval makes a rerun or abandon of the type's tasks a request that
+	// a second person approves, as for balance and points
+	// (-approval-threshold).
+	Approval bool
 	// Warnings are what the file allows but a person should read at every
 	// start, each naming the file, the entry and the key, as errors do.
 	Warnings []string
@@ -82,13 +86,13 @@ var (
 )
 
 // entryKeys are the keys an entry may have.
-var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env", "strict", "insecure_http"}
+var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env", "strict", "insecure_http", "approval"}
 
 // remoteOnly are the keys only a remote type may have.
 var remoteOnly = []string{"url", "timeout", "token_env", "strict", "insecure_http"}
 
 // entryShape says what an entry holds, in errors.
-const entryShape = "type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"
+const entryShape = "type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"
 
 // declared reads the resources file the setting names, if any. A file
 // that cannot be read is named by the setting; a problem inside it, by the
@@ -273,6 +277,7 @@ func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource,
 	}
 
 	r.Label = parseLabel(fields["label"], &errs)
+	r.Approval, _ = boolField(fields, "approval", &errs)
 
 	if r.Kind == KindCounter {
 		for _, k := range remoteOnly {

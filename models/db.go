@@ -79,6 +79,12 @@ type Options struct {
 	// wait for a person before it is past the SLA; zero is
 	// DefaultManualSLA.
 	ManualSLA time.Duration
+	// ApprovalThreshold is the smallest amount of a task of a type that
+	// needs approval whose rerun or abandon is a request another person
+	// approves (0: every one). ApprovalTypes are the declared types that
+	// need it besides balance and points.
+	ApprovalThreshold int64
+	ApprovalTypes     []ResourceType
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -106,6 +112,8 @@ type Store struct {
 	uncheckedAfter int
 	// manualSLA is Options.ManualSLA.
 	manualSLA time.Duration
+	// approval says which tasks' reruns and abandons need a second person.
+	approval approvalPolicy
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -143,7 +151,8 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
-		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA}
+		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA,
+		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes)}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}

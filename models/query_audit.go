@@ -52,7 +52,7 @@ const (
 var (
 	// operationalKinds are the target kinds ("<kind>:…") of operational
 	// entries; a declared counter's type is one too (see auditKinds).
-	operationalKinds = []string{"order", "task", "tasks", "diff", "ticket", "job", "sku", "coupon", "account", "activity", "slot"}
+	operationalKinds = []string{"order", "task", "tasks", "diff", "ticket", "job", "sku", "coupon", "account", "activity", "slot", "approval"}
 	// adminKinds are never operational, whatever a counter is named.
 	adminKinds = []string{"user", "token", "route", RefusedSummaryKind}
 	// adminActions are actions only ever done to an admin-only target, or

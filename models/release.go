@@ -1059,7 +1059,8 @@ const rerunSet = `status = 'PENDING', next_at = ?, failures = 0, trigger_type = 
 // Rerun makes the RETRY or MANUAL tasks of one resource type of one order due
 // now, with trigger RERUN, and audits it. It never releases anything itself:
 // the worker does, and the ledger's unique key still decides. It returns how
-// many tasks it made due, or ErrNothingToRerun.
+// many tasks it made due, or ErrNothingToRerun; when any of them needs
+// approval, ErrNeedsApproval and nothing is made due.
 func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor, reason string) (int64, error) {
 	if _, err := s.ParseType(string(t)); err != nil {
 		return 0, err
@@ -1081,6 +1082,16 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 			ORDER BY id`+s.forUpdate(), orderNo, t).Scan(&held).Error
 		if err != nil {
 			return err
+		}
+		var need []int64
+		for _, task := range held {
+			if s.approval.needs(task) {
+				need = append(need, task.ID)
+			}
+		}
+		if len(need) > 0 {
+			// All or nothing: an order's tasks of a type are one rerun.
+			return fmt.Errorf("%w: order %s, %s task(s) %s", ErrNeedsApproval, orderNo, t, idList(need))
 		}
 		if _, err := s.countLostTries(tx, held, now); err != nil {
 			return err
@@ -1105,9 +1116,16 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 			Outcome: "ok", Detail: fmt.Sprintf("%d task(s) made due", n), CreatedAt: now}).Error
 	})
 	if err != nil {
-		if errors.Is(err, ErrNothingToRerun) {
+		detail := ""
+		switch {
+		case errors.Is(err, ErrNothingToRerun):
+			detail = "nothing to rerun"
+		case errors.Is(err, ErrNeedsApproval):
+			detail = "needs approval"
+		}
+		if detail != "" {
 			aerr := s.W.WithContext(ctx).Create(&AuditEntry{Actor: actor, Action: "rerun", Target: target, Reason: reason,
-				Outcome: "refused", Detail: "nothing to rerun", CreatedAt: s.Now()}).Error
+				Outcome: "refused", Detail: detail, CreatedAt: s.Now()}).Error
 			if aerr != nil {
 				s.log.Error("audit refused rerun", slog.String("target", target), slog.Any("err", aerr))
 			}

@@ -49,6 +49,9 @@ func seedReads(t *testing.T, b bundle) {
 	try(t, "hand edit", b.s.W.Exec(`UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-1'`).Error)
 	_, err = b.s.RunReconciliation(b.ctx, models.ReconByAPI, "test")
 	try(t, "reconcile", err)
+	// Approval request 1, of a MANUAL balance task.
+	_, err = b.s.RequestApproval(b.ctx, moneyTask(t, b, "money-1", 300), models.ApprovalRerun, models.Decider{Name: "olga"}, "ticket 7")
+	try(t, "request", err)
 }
 
 // TestOpenAPIDocument holds the document to the router: every /api/v1

@@ -459,6 +459,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 			return err
 		}
 		v.Tasks = append(v.Tasks, rt)
+		v.NeedApproval = v.NeedApproval || s.store.NeedsApproval(t)
 	}
 	status := http.StatusOK
 	if len(v.Tasks) == 0 {
@@ -505,6 +506,8 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.nothing", t.Code(string(typ))))
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.needs_approval", t.Code(string(typ)), taskLinks(ids)))
 	case err != nil:
 		return s.orderNotFound(c, no, err)
 	}

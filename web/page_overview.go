@@ -51,6 +51,10 @@ func (s *server) overview(c *echo.Context) error {
 	if last != nil {
 		diffsAt, skipped = last.StartedAt, last.Skipped()
 	}
+	approvals, err := s.store.PendingApprovals(ctx)
+	if err != nil {
+		return err
+	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
 	done := []models.TaskStatus{models.TaskDone}
 	v := views.OverviewView{
@@ -63,6 +67,7 @@ func (s *server) overview(c *echo.Context) error {
 		DiffsAt:       diffsAt,
 		DiffsSkipped:  skipped,
 		DayDuplicates: h.LastDay.Duplicates,
+		Approvals:     approvals,
 		Range:         string(rng),
 		LiveEvery:     views.LiveEvery,
 		BacklogURL:    tasksURL("/tasks", models.TaskFilter{Due: true}),

@@ -320,8 +320,17 @@ func (s *server) taskDetail(c *echo.Context) error {
 	if v.Task.LeaseOwner != "" {
 		v.LeaseUntil = t.LeaseUntil
 	}
-	if t.Status.Rerunnable() {
+	v.NeedsApproval = s.store.NeedsApproval(t.ReleaseTask)
+	if t.Status.Rerunnable() && !v.NeedsApproval {
 		v.RerunURL = "/orders/" + url.PathEscape(t.OrderNo) + "/resources/" + string(t.ResourceType) + "/rerun"
+	}
+	open, err := s.store.ListApprovals(ctx, models.ApprovalFilter{Status: models.ApprovalPending, TaskID: id})
+	if err != nil {
+		return err
+	}
+	for _, r := range open {
+		v.Requests = append(v.Requests, views.ApprovalLink{ID: r.ID, Action: string(r.Action), RequestedBy: r.RequestedBy,
+			ExpiresAt: r.ExpiresAt})
 	}
 	// The reconciliation tickets of the task's key: what ops works on the
 	// key is one click away from the task stuck on it.
@@ -410,6 +419,8 @@ func (s *server) taskRerun(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return s.taskRefused(c, id, back, "tasks.one.nothing")
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, back, false, p.Tf("tasks.one.needs_approval", id))
 	case err != nil:
 		return err
 	}
@@ -466,6 +477,8 @@ func (s *server) taskAbandon(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrTaskNotAbandonable):
 		return s.taskRefused(c, id, back, "tasks.abandon.refused")
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, back, false, p.Tf("tasks.one.needs_approval", id))
 	case err != nil:
 		return err
 	}
@@ -512,6 +525,11 @@ func (s *server) bulkRerunPreview(c *echo.Context) error {
 	}
 	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
 		Tasks: s.taskRows(ctx, tasks), More: more, BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
+	for _, t := range tasks {
+		if s.store.NeedsApproval(t) {
+			v.NeedApproval++
+		}
+	}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = models.RerunnableStatuses
@@ -578,6 +596,9 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.Tf("tasks.picked.nothing", changedList(p, r.Changed)))
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.Tf("tasks.picked.needs_approval", len(r.NeedApproval),
+			taskLinks(r.NeedApproval)))
 	case err != nil:
 		return s.bulkRerunRefused(c, f, err)
 	}
@@ -586,7 +607,20 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if len(r.Changed) > 0 {
 		msg += " " + p.Tf("tasks.picked.changed", len(r.Changed), changedList(p, r.Changed))
 	}
+	if len(r.NeedApproval) > 0 {
+		msg += " " + p.Tf("tasks.picked.needs_approval", len(r.NeedApproval), taskLinks(r.NeedApproval))
+	}
 	return redirectWithFlash(c, tasksURL("/tasks", f), true, msg)
+}
+
+// taskLinks names tasks by the paths of their pages, where each is
+// requested: "/tasks/3, /tasks/4".
+func taskLinks(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "/tasks/" + strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // changedList names tasks with their status now: "#3 DONE, #4 PENDING".

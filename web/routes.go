@@ -72,6 +72,14 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/audit", gateViewer, s.auditPage)
 	add(get, "/audit/:id", gateViewer, s.auditEntryPage)
 	add(get, "/search", gateViewer, s.search)
+	// A rerun or abandon of a task that moves money is a request another
+	// person decides: anyone reads them, operators request and decide (an
+	// abandon: admins, checked by the models as for the abandon itself).
+	add(get, "/approvals", gateViewer, s.approvalsList)
+	add(get, "/approvals/:id", gateViewer, s.approvalDetail)
+	add(post, "/approvals/:id/approve", gateOperator, s.approvalDecide(true))
+	add(post, "/approvals/:id/reject", gateOperator, s.approvalDecide(false))
+	add(post, "/tasks/:id/requests", gateOperator, s.taskRequest)
 
 	// Administration.
 	add(get, "/admin/users", gateAdmin, s.usersPage)
@@ -117,6 +125,11 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, api+"/tasks/:id", gateViewer, s.apiTask)
 	add(post, api+"/tasks/:id/rerun", gateOperator, s.taskRerunAPI)
 	add(post, api+"/tasks/:id/abandon", gateAdmin, s.taskAbandonAPI)
+	add(post, api+"/tasks/:id/requests", gateOperator, s.taskRequestAPI)
+	add(get, api+"/approvals", gateViewer, s.apiApprovals)
+	add(get, api+"/approvals/:id", gateViewer, s.apiApproval)
+	add(post, api+"/approvals/:id/approve", gateOperator, s.apiDecide(true))
+	add(post, api+"/approvals/:id/reject", gateOperator, s.apiDecide(false))
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
 	add(get, api+"/recon/tickets/:ticket_id", gateViewer, s.apiTicket)

@@ -393,7 +393,7 @@ func seedShop(t *testing.T, b bundle) shop {
 // Tables a refused request must leave as they were.
 var (
 	countedTables = []string{"orders", "order_holds", "release_tasks", "task_attempts", "inventory_flows",
-		"coupon_flows", "account_flows", "quota_flows", "slot_flows", "audit_log"}
+		"coupon_flows", "account_flows", "quota_flows", "slot_flows", "audit_log", "approval_requests"}
 	// dumpedTables are compared row by row, ordered by their key.
 	dumpedTables = map[string]string{
 		"inventory": "sku_id", "accounts": "uid, asset", "activity_quotas": "activity_id",

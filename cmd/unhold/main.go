@@ -153,9 +153,13 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 		ManualSLA:           cfg.ManualSLA,
+		ApprovalThreshold:   cfg.ApprovalThreshold,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
+		if r.Approval {
+			opt.ApprovalTypes = append(opt.ApprovalTypes, r.Type)
+		}
 		if r.Kind == config.KindCounter {
 			opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: label})
 			continue
