@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"unhold/jobs"
+	"unhold/models"
 )
 
 // Accepted values of Config.CouponExpiry.
@@ -88,6 +89,11 @@ type Config struct {
 	// Resources are the resource types declared in the resources file
 	// (docs/resources-file.md), in the file's order; nil: none.
 	Resources []DeclaredResource
+	// RetryDefault is the retry policy of every type and class (-retry-steps,
+	// -retry-tries); Retry are the resources file's own policies of a
+	// type, a class or both, in the file's order.
+	RetryDefault models.RetryPolicy
+	Retry        []models.RetryPolicy
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -153,6 +159,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
 	resources := text("resources", "UNHOLD_RESOURCES", "",
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
+	retrySteps := text("retry-steps", "UNHOLD_RETRY_STEPS", "1s,5s,30s,5m,30m",
+		"default retry policy: the waits after the 1st, 2nd ... failure in a row, the last repeating (the resources file's retry: list sets a type's or class's own)")
+	retryTries := text("retry-tries", "UNHOLD_RETRY_TRIES", "8",
+		"default retry policy: failures in a row that send a task to MANUAL, 1 to 1000")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -279,7 +289,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, tz.errorf("an IANA time zone name such as Asia/Shanghai or UTC")
 	}
 	cfg.TZ = tz.value
-	if cfg.Resources, err = declared(resources, getenv); err != nil {
+	if cfg.RetryDefault, err = retryDefault(retrySteps, retryTries); err != nil {
+		return Config{}, err
+	}
+	if cfg.Resources, cfg.Retry, err = declared(resources, getenv, cfg.RetryDefault); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil

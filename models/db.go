@@ -75,6 +75,11 @@ type Options struct {
 	// skip a key before it gets an UNCHECKED ticket; zero is
 	// DefaultUncheckedAfter.
 	ReconUncheckedAfter int
+	// RetryDefault is the retry policy of any type and class that Retry
+	// does not name; zero is DefaultRetryPolicy. Retry are the policies of
+	// a type, a class, or both (RetryPolicy).
+	RetryDefault RetryPolicy
+	Retry        []RetryPolicy
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -100,6 +105,7 @@ type Store struct {
 	remotes   map[ResourceType]*remoteResource
 	// uncheckedAfter is Options.ReconUncheckedAfter.
 	uncheckedAfter int
+	retry          retryPolicies
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -217,6 +223,14 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.resources, s.types = reg, types
+	if s.retry, err = newRetryPolicies(opt.RetryDefault, opt.Retry); err != nil {
+		return nil, err
+	}
+	for t := range s.retry {
+		if _, ok := reg[t]; t != "" && !ok {
+			return nil, fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
+		}
+	}
 	return s, nil
 }
 

@@ -152,6 +152,8 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		Coupons:             models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
 		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
+		RetryDefault:        cfg.RetryDefault,
+		Retry:               cfg.Retry,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
