@@ -1,9 +1,12 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -94,6 +97,22 @@ func TestRemoteKeyPage(t *testing.T) {
 		}
 		requireElement(t, body, "rkey-ask-form", true)
 		requireElement(t, body, "rkey-answer", false)
+		// Where the key is shown, it links its page: the order's chain and
+		// the task's page, and the chain's ledger rows open on the key's.
+		keyLink := `href="/resources/giftcard/GC-1`
+		chain := getPage(t, b, "/orders/o-3", false, http.StatusOK)
+		if !strings.Contains(chain, keyLink+`"`) || !strings.Contains(chain, keyLink+`?after=`) {
+			t.Errorf("the order chain does not link the key and its ledger rows")
+		}
+		id := tkTaskOf(t, b, "o-3", giftCards)
+		if task := getPage(t, b, "/tasks/"+strconv.FormatInt(id, 10), false, http.StatusOK); !strings.Contains(task, keyLink+`"`) {
+			t.Errorf("the task page does not link the key")
+		}
+		for _, m := range regexp.MustCompile(`href="(/resources/giftcard/GC-1[^"#]*)`).FindAllStringSubmatch(chain, -1) {
+			if rec := servePage(b, html.UnescapeString(m[1]), "", ""); rec.Code != http.StatusOK {
+				t.Errorf("the chain links %s, which answers %d", m[1], rec.Code)
+			}
+		}
 		// A key unhold never called about holds nothing by its ledger, and
 		// its service may still be asked.
 		other := getPage(t, b, "/resources/giftcard/GC-9", false, http.StatusOK)
