@@ -172,6 +172,12 @@ func TestRemoteKeyAsk(t *testing.T) {
 				if len(audits) != 1 || audits[0].Target != "giftcard:GC-1" || audits[0].Actor != "root" {
 					t.Fatalf("audit rows %+v, want one by root about giftcard:GC-1", audits)
 				}
+				// Ops other than admins read it, linked to the key's page.
+				op := b.as(b.mustSignIn("otto", auth.RoleOperator))
+				entry := getPage(t, op, "/audit/"+strconv.FormatInt(audits[0].ID, 10), true, http.StatusOK)
+				if !strings.Contains(entry, `href="/resources/giftcard/GC-1"`) {
+					t.Errorf("the audit entry does not link the key:\n%s", markupText(entry))
+				}
 			})
 		})
 	}
