@@ -81,7 +81,9 @@ func (r *remoteResource) Side() string { return "" }
 
 // Page is the key's page: its ledger of calls, who holds it, and what its
 // service says when asked (its amounts live in the service).
-func (r *remoteResource) Page(key string) string { return "/resources/" + string(r.typ) + "/" + url.PathEscape(key) }
+func (r *remoteResource) Page(key string) string {
+	return "/resources/" + string(r.typ) + "/" + url.PathEscape(key)
+}
 
 // Ledger is remote_flows narrowed to the type; a row's status is the
 // service's answer. The type is a checked name (ValidTypeName), safe to
