@@ -110,12 +110,6 @@ func (ps retryPolicies) of(t ResourceType, c ErrorClass) RetryPolicy {
 	return DefaultRetryPolicy
 }
 
-// RetryPolicy is the policy a failure of class c of a task of type t
-// retries on.
-func (s *Store) RetryPolicy(t ResourceType, c ErrorClass) RetryPolicy {
-	return s.retry.of(t, c)
-}
-
 // RetryStanding is where a task stands on its retry policy, as the task page
 // and the API say it: "try 3 of 8 (policy: giftcard/REMOTE_BUSY)".
 type RetryStanding struct {
