@@ -143,12 +143,12 @@ func tryText(p Page, r TaskRow) string {
 	if r.NextAt.After(p.Now) {
 		next = p.Tf("retry.next", p.Ago(r.NextAt))
 	}
-	return p.Tf("retry.try", r.Try, r.MaxFailures, next, PolicyName(p, r.Policy))
+	return p.Tf("retry.try", r.Try, r.MaxFailures, next, policyName(p, r.Policy))
 }
 
-// PolicyName is a retry policy's name as the page shows it: the default
+// policyName is a retry policy's name as the page shows it: the default
 // one translated, the others as configured (type/class).
-func PolicyName(p Page, name string) string {
+func policyName(p Page, name string) string {
 	if name == "default" {
 		return p.T("retry.policy.default")
 	}
