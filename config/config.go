@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"unhold/jobs"
+	"unhold/models"
 )
 
 // Accepted values of Config.CouponExpiry.
@@ -97,6 +98,11 @@ type Config struct {
 	// a balance, points or approval: true task whose rerun or abandon
 	// needs a second person's approval; 0: every one.
 	ApprovalThreshold int64
+	// RetryDefault is the retry policy of every type and class (-retry-steps,
+	// -retry-tries); Retry are the resources file's own policies of a
+	// type, a class or both, in the file's order.
+	RetryDefault models.RetryPolicy
+	Retry        []models.RetryPolicy
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -167,6 +173,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 
 	approvalThreshold := text("approval-threshold", "UNHOLD_APPROVAL_THRESHOLD", "0",
 		"smallest amount (in the type's own units) of a balance, points or approval: true task whose rerun or abandon needs a second person's approval; 0: every one")
+	retrySteps := text("retry-steps", "UNHOLD_RETRY_STEPS", "1s,5s,30s,5m,30m",
+		"default retry policy: the waits after the 1st, 2nd ... failure in a row, the last repeating (the resources file's retry: list sets a type's or class's own)")
+	retryTries := text("retry-tries", "UNHOLD_RETRY_TRIES", "8",
+		"default retry policy: failures in a row that send a task to MANUAL, 1 to 1000")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -296,7 +306,10 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, tz.errorf("an IANA time zone name such as Asia/Shanghai or UTC")
 	}
 	cfg.TZ = tz.value
-	if cfg.Resources, err = declared(resources, getenv); err != nil {
+	if cfg.RetryDefault, err = retryDefault(retrySteps, retryTries); err != nil {
+		return Config{}, err
+	}
+	if cfg.Resources, cfg.Retry, err = declared(resources, getenv, cfg.RetryDefault); err != nil {
 		return Config{}, err
 	}
 	if cfg.ManualSLA, err = durationIn(manualSLA, time.Minute, 720*time.Hour); err != nil {

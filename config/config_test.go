@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"unhold/models"
 )
 
 func defaults(t *testing.T) Config {
@@ -47,7 +49,8 @@ func defaults(t *testing.T) Config {
 		SessionIdle: 30 * time.Minute,
 		SessionMax:  12 * time.Hour,
 
-		ManualSLA: 4 * time.Hour,
+		ManualSLA:    4 * time.Hour,
+		RetryDefault: models.DefaultRetryPolicy,
 	}
 }
 
@@ -209,6 +212,14 @@ func TestLoad(t *testing.T) {
 			want: func(c *Config) { c.ApprovalThreshold = 500 },
 		},
 		{
+			name: "default retry policy",
+			env:  map[string]string{"UNHOLD_RETRY_TRIES": "3"},
+			args: []string{"-retry-steps", "2s, 1m,1m"},
+			want: func(c *Config) {
+				c.RetryDefault = models.RetryPolicy{Steps: []time.Duration{2 * time.Second, time.Minute, time.Minute}, Tries: 3}
+			},
+		},
+		{
 			name: "bare bool flag and double dash",
 			args: []string{"--demo"},
 			want: func(c *Config) { c.Demo = true },
@@ -311,6 +322,14 @@ func TestLoadInvalid(t *testing.T) {
 			`config: UNHOLD_POINTS_EXTEND_DAYS must be an integer from 0 to 365, got "-1"`},
 		{"points extend days too big", nil, []string{"-points-extend-days", "366"},
 			`config: -points-extend-days must be an integer from 0 to 365, got "366"`},
+		{"retry steps not durations", nil, []string{"-retry-steps", "1s,soon"},
+			`config: -retry-steps must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m, got "1s,soon"`},
+		{"retry steps zero", map[string]string{"UNHOLD_RETRY_STEPS": "0s,5s"}, nil,
+			`config: UNHOLD_RETRY_STEPS must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m: wait 1 (0s) is not more than 0, got "0s,5s"`},
+		{"retry steps unsorted", nil, []string{"-retry-steps", "5s,1s"},
+			`config: -retry-steps must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m: wait 2 (1s) is shorter than the one before (5s), got "5s,1s"`},
+		{"retry tries zero", nil, []string{"-retry-tries", "0"},
+			`config: -retry-tries must be an integer from 1 to 1000, got "0"`},
 		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
 			`config: UNHOLD_DEMO must be true or false, got "yes"`},
 		{"demo flag", nil, []string{"-demo=yes"},

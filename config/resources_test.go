@@ -131,9 +131,9 @@ func TestParseResourcesInvalid(t *testing.T) {
 		{"not yaml", "resources: [\n", []string{"resources.yaml: yaml: line 1: did not find expected node content"}},
 		{"two documents", "resources: []\n---\nresources: []\n", []string{"resources.yaml: more than one YAML document; the file holds one"}},
 		{"top level a list", "- type: a\n", []string{"resources.yaml: the file must be a mapping with one key, resources:"}},
-		{"no resources key", "types: []\n", []string{"resources.yaml: types: unknown key; the file holds one key, resources:"}},
+		{"no resources key", "types: []\n", []string{"resources.yaml: types: unknown key; the file holds resources: and, optionally, retry:"}},
 		{"resources twice", "resources: []\nresources: []\n", []string{"resources.yaml: resources: given twice"}},
-		{"unknown top-level key", "resources: []\nversion: 2\n", []string{"resources.yaml: version: unknown key; the file holds one key, resources:"}},
+		{"unknown top-level key", "resources: []\nversion: 2\n", []string{"resources.yaml: version: unknown key; the file holds resources: and, optionally, retry:"}},
 		{"resources a mapping", "resources: {type: a}\n", []string{"resources.yaml: resources: must be a list of resource types"}},
 		{"entry a string", "resources:\n  - gift_wrap\n", []string{
 			"resources.yaml: resources[0]: must be a mapping of type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"}},

@@ -85,6 +85,11 @@ type Options struct {
 	// need it besides balance and points.
 	ApprovalThreshold int64
 	ApprovalTypes     []ResourceType
+	// RetryDefault is the retry policy of any type and class that Retry
+	// does not name; zero is DefaultRetryPolicy. Retry are the policies of
+	// a type, a class, or both (RetryPolicy).
+	RetryDefault RetryPolicy
+	Retry        []RetryPolicy
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -114,6 +119,7 @@ type Store struct {
 	manualSLA time.Duration
 	// approval says which tasks' reruns and abandons need a second person.
 	approval approvalPolicy
+	retry    retryPolicies
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -235,6 +241,14 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.resources, s.types = reg, types
+	if s.retry, err = newRetryPolicies(opt.RetryDefault, opt.Retry); err != nil {
+		return nil, err
+	}
+	for t := range s.retry {
+		if _, ok := reg[t]; t != "" && !ok {
+			return nil, fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
+		}
+	}
 	return s, nil
 }
 

@@ -383,6 +383,7 @@ func (s *Store) Task(ctx context.Context, id int64) (*ChainTask, error) {
 	if t.AttemptLog == nil {
 		t.AttemptLog = []TaskAttempt{}
 	}
+	t.Retry = s.RetryOf(t.ReleaseTask)
 	return &t, nil
 }
 

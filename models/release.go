@@ -177,7 +177,7 @@ type ReleaseResult struct {
 // released: DONE, counted as DUPLICATE), the conditional update is applied,
 // and the attempt is recorded. A failure is then classified: permanent ones
 // (LOCKED_SHORT, STATE_MISMATCH, NOT_FOUND) go MANUAL at once, transient ones
-// retry on RetrySchedule until MaxFailures.
+// retry on the retry policy of the task's type and the failure's class.
 func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (ReleaseResult, error) {
 	if t.LeaseToken == "" {
 		return ReleaseResult{}, fmt.Errorf("release task %d: it was not claimed", t.ID)
@@ -895,19 +895,20 @@ func (s *Store) failIn(tx *gorm.DB, t ReleaseTask, worker string, start time.Tim
 }
 
 // fail records one failed try of t, the task's row as read under lock in
-// tx, fenced by its lease token: failures + 1, a retry after
-// RetryDelay(failures) from retryFrom, or MANUAL when the class is
-// permanent or the failures reach MaxFailures (class RETRY_EXHAUSTED, the
+// tx, fenced by its lease token: failures + 1, a retry after the
+// failure's retry policy's delay from retryFrom, or MANUAL when the class
+// is permanent or the failures reach the policy's tries (RETRY_EXHAUSTED, the
 // last error's class kept in last_error_class); the lease ends, and an
 // attempt row says what happened.
 func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass, retryable bool, msg string,
 	start, retryFrom, now time.Time) (ReleaseResult, error) {
 	failures := t.Failures + 1
-	status, next, outcome, taskClass := TaskRetry, retryFrom.Add(RetryDelay(failures)), OutcomeRetry, class
+	policy := s.retry.of(t.ResourceType, class)
+	status, next, outcome, taskClass := TaskRetry, retryFrom.Add(policy.Delay(failures)), OutcomeRetry, class
 	switch {
 	case !retryable:
 		status, next, outcome = TaskManual, now, OutcomeManual
-	case failures >= MaxFailures:
+	case failures >= policy.Tries:
 		status, next, outcome, taskClass = TaskManual, now, OutcomeManual, ClassRetryExhausted
 	}
 	// The task was PENDING or RETRY, so it has no manual_since (a rerun

@@ -52,6 +52,7 @@ var routeGates = map[string]string{
 	"GET /resources/:type/:key":                           "viewer",
 	"POST /resources/:type/:key":                          "operator",
 	"POST /resources/:type/:key/correct":                  "operator",
+	"POST /resources/:type/:key/holds":                    "operator",
 	"GET /reports/daily":                                  "viewer",
 	"GET /reports/daily.csv":                              "viewer",
 	"GET /reports/daily-rows.csv":                         "viewer",

@@ -315,7 +315,7 @@ func (s *server) chainView(ch *models.Chain, rec models.ChainRecon) views.ChainV
 		if t := tasks[k]; t != nil {
 			r.Task, r.TaskOp, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), string(t.Op), t.ID, string(t.ErrorClass), t.LastError
 			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason
-			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, models.MaxFailures
+			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, t.Retry.Tries
 			for _, a := range t.AttemptLog {
 				if a.Outcome == models.OutcomeDuplicate {
 					r.Duplicates++
@@ -451,7 +451,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 		t := rc.Task
 		rt := views.RerunTask{ID: t.ID, Key: t.BizKey, Qty: t.Qty, Status: string(t.Status), Class: string(t.ErrorClass),
 			LastErrorClass: string(t.LastErrorClass), LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures,
-			MaxFailures: models.MaxFailures, NextAt: t.NextAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
+			MaxFailures: s.store.RetryOf(t).Tries, NextAt: t.NextAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
 		if f := rc.Released; f != nil {
 			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
 				Actor: f.Actor, At: f.CreatedAt}

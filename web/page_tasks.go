@@ -202,10 +202,11 @@ func taskFilterForm(f models.TaskFilter, order taskSort, loc *time.Location) vie
 // taskRow maps a task to its row; the lease owner shows only while the
 // lease runs, since a finished try leaves the name behind.
 func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
+	retry := s.store.RetryOf(t)
 	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty, Op: string(t.Op),
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
-		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures,
-		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey), Owner: t.Owner}
+		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: retry.Tries,
+		Try: retry.Try, Policy: retry.Policy, KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey), Owner: t.Owner}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
 	}

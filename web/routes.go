@@ -54,6 +54,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/resources/:type/:key", gateViewer, s.resourceKey)
 	add(post, "/resources/:type/:key", gateOperator, s.resourceSet)
 	add(post, "/resources/:type/:key/correct", gateOperator, s.correctSubmit)
+	add(post, "/resources/:type/:key/holds", gateOperator, s.remoteKeyAsk)
 	add(get, "/reports/daily", gateViewer, s.dailyReport)
 	add(get, "/reports/daily.csv", gateViewer, s.dailyTotalsCSV)
 	add(get, "/reports/daily-rows.csv", gateViewer, s.dailyRowsCSV)

@@ -154,6 +154,8 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 		ManualSLA:           cfg.ManualSLA,
 		ApprovalThreshold:   cfg.ApprovalThreshold,
+		RetryDefault:        cfg.RetryDefault,
+		Retry:               cfg.Retry,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
