@@ -26,7 +26,9 @@ func TestCounterLedgersOfReadsEachKeyAsAlone(t *testing.T) {
 			must(t, func() error {
 				return b.s.W.Exec("UPDATE inventory SET locked = locked - 2, available = available + 2 WHERE sku_id = 'sku-1'").Error
 			})
-			must(t, func() error { return b.s.W.Exec("UPDATE accounts SET frozen = frozen + 7 WHERE uid = 'u1' AND asset = 'POINTS'").Error })
+			must(t, func() error {
+				return b.s.W.Exec("UPDATE accounts SET frozen = frozen + 7 WHERE uid = 'u1' AND asset = 'POINTS'").Error
+			})
 			counters := []models.ResourceKey{
 				{Type: models.ResInventory, Key: "sku-1"}, {Type: models.ResInventory, Key: "sku-2"},
 				{Type: models.ResBalance, Key: "u1"}, {Type: models.ResPoints, Key: "u1"},
