@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
@@ -222,21 +223,23 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 // say how short it is.
 func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []views.TaskRow {
 	now := s.store.Now()
+	var short []models.ResourceKey
+	for _, t := range tasks {
+		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
+			short = append(short, models.ResourceKey{Type: t.ResourceType, Key: t.BizKey})
+		}
+	}
+	// Only counters have a held amount; the reason then says less, as it
+	// does when the ledgers cannot be read.
+	held, err := s.store.CounterLedgersOf(ctx, short)
+	if err != nil {
+		s.log.WarnContext(ctx, "stopped tasks' ledgers", slog.Any("err", err))
+	}
 	rows := make([]views.TaskRow, 0, len(tasks))
-	held := map[models.ResourceKey]*models.CounterLedger{}
 	for _, t := range tasks {
 		r := s.taskRow(t, now)
 		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
-			k := models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}
-			l, ok := held[k]
-			if !ok {
-				// Only counters have a held amount; the reason then says less.
-				if cl, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey); err == nil {
-					l = &cl
-				}
-				held[k] = l
-			}
-			if l != nil {
+			if l, ok := held[models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}]; ok {
 				r.HeldNow, r.Short = &l.Row.Locked, string(l.Short())
 				r.LedgerHeld, r.ExpectedHeld = l.Ledger.Locked, l.Expected
 			}
