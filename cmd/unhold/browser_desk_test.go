@@ -173,6 +173,10 @@ func TestBrowserManualDesk(t *testing.T) {
 		t.Fatalf("the request reads %q, want PENDING (flash %q)", st, br.Text(`[data-testid="flash"]`))
 	}
 	approval, _ := chromedp.Run(br.Ctx, chromedp.Location())
+	// The approver reads money as money: the 300 fen frozen are 3 yuan.
+	if got := br.Text(`[data-testid="approval-amount"]`); got != "3.00 元" {
+		t.Errorf("the request's amount reads %q, want 3.00 元", got)
+	}
 	if n := br.Eval(`String(document.querySelectorAll('[data-testid="approval-approve-form"]').length)`); n != "0" {
 		t.Fatalf("alice is offered to approve her own request")
 	}
