@@ -122,23 +122,10 @@ func TestBrowserManualDesk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// submit clicks a form's button and waits for the page it opens.
+	// submit clicks what opens a page, and shoots the page.
 	submit := func(sel, what string) {
 		t.Helper()
-		br.Eval(`window.unholdOldPage = true; ""`)
-		br.Do(chromedp.Click(css(sel)))
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			v, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](
-				`window.unholdOldPage || document.readyState !== "complete" || !document.querySelector("main") ? "old" : "new"`))
-			if err == nil && v == "new" {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %s opened no page", what, sel)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		br.ClickToPage(sel)
 		shoot(what)
 	}
 	signIn := func(name string) {
