@@ -62,7 +62,10 @@ func TestTaskPageRetryPolicy(t *testing.T) {
 				if got := testidTextOr(getPage(t, b, path, true, http.StatusOK), "task-try"); got != tt.en {
 					t.Errorf("en: %q, want %q", got, tt.en)
 				}
-				task := must[models.ChainTask](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), "")
+				task := must[struct {
+					models.ChainTask
+					Notes []models.Note `json:"notes"`
+				}](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), "")
 				if task.Retry != tt.want || !task.NextAt.Equal(b.clock.Now().Add(tt.wait)) {
 					t.Errorf("API: %+v next at %s, want %+v in %s", task.Retry, task.NextAt, tt.want, tt.wait)
 				}
