@@ -140,11 +140,19 @@ func (r *ApprovalRequest) readAt(now time.Time) {
 	}
 }
 
-// Decider is who requests, approves or rejects: the name audited, and
-// whether they are an admin (an abandon needs one, as it does directly).
+// Decider is who requests, approves or rejects: the name audited, the
+// other names the same person acts under (their session's name, the API
+// tokens they made), and whether they are an admin (an abandon needs one,
+// as it does directly).
 type Decider struct {
-	Name  string
-	Admin bool
+	Name    string
+	Aliases []string
+	Admin   bool
+}
+
+// Is tells whether actor is the decider under any of their names.
+func (d Decider) Is(actor string) bool {
+	return actor == d.Name || slices.Contains(d.Aliases, actor)
 }
 
 // RequestApproval opens a request to rerun or abandon task id, which must
@@ -292,7 +300,7 @@ func (s *Store) decide(ctx context.Context, id int64, by Decider, reason string,
 			return err
 		}
 		switch {
-		case by.Name == r.RequestedBy:
+		case by.Is(r.RequestedBy):
 			refused = "own request"
 			return fmt.Errorf("%w: request #%d is %s's", ErrOwnRequest, id, r.RequestedBy)
 		case r.Action == ApprovalAbandon && !by.Admin:

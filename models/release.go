@@ -1094,19 +1094,17 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 			// All or nothing: an order's tasks of a type are one rerun.
 			return fmt.Errorf("%w: order %s, %s task(s) %s", ErrNeedsApproval, orderNo, t, idList(need))
 		}
-		if _, err := s.countLostTries(tx, held, now); err != nil {
-			return err
+		// Exactly the locked tasks checked above are made due: a task that
+		// turned RETRY or MANUAL since that read (PostgreSQL reads each
+		// statement afresh) was not checked for approval. A task a worker
+		// holds is made due too: the worker takes trigger and note from the
+		// row when it finishes (ReleaseTask), not its copy.
+		if len(held) > 0 {
+			if err := s.makeDue(tx, held, actor, reason, now); err != nil {
+				return err
+			}
 		}
-		// A task a worker holds is made due too: the worker takes trigger
-		// and note from the row when it finishes (ReleaseTask), not its copy.
-		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
-			WHERE id IN (SELECT id FROM release_tasks
-				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)
-			AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)
-		if res.Error != nil {
-			return res.Error
-		}
-		n = res.RowsAffected
+		n = int64(len(held))
 		if n == 0 {
 			if _, err := orderStatus(tx, orderNo); err != nil {
 				return err

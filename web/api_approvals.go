@@ -35,7 +35,11 @@ func (s *server) taskRequestAPI(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.store.RequestApproval(c.Request().Context(), id, action, decider(c), body.Reason)
+	d, err := s.decider(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.store.RequestApproval(c.Request().Context(), id, action, d, body.Reason)
 	if err != nil {
 		return err
 	}
@@ -92,14 +96,18 @@ func (s *server) apiDecide(approve bool) echo.HandlerFunc {
 			return err
 		}
 		ctx := c.Request().Context()
+		d, err := s.decider(c)
+		if err != nil {
+			return err
+		}
 		if !approve {
-			r, err := s.store.RejectRequest(ctx, id, decider(c), body.Reason)
+			r, err := s.store.RejectRequest(ctx, id, d, body.Reason)
 			if err != nil {
 				return err
 			}
 			return c.JSON(http.StatusOK, r)
 		}
-		r, err := s.store.ApproveRequest(ctx, id, decider(c), body.Reason)
+		r, err := s.store.ApproveRequest(ctx, id, d, body.Reason)
 		if err != nil {
 			return err
 		}

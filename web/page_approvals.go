@@ -12,8 +12,24 @@ import (
 )
 
 // decider is who sends the request, as a request's steps need them.
-func decider(c *echo.Context) models.Decider {
-	return models.Decider{Name: actor(c), Admin: isAdmin(c)}
+func (s *server) decider(c *echo.Context) (models.Decider, error) {
+	d := models.Decider{Name: actor(c), Admin: isAdmin(c)}
+	p := principalOf(c)
+	if p == nil || p.Person == "" {
+		return d, nil
+	}
+	// The person behind a session or a token acts under their name and
+	// every token they made: each is the same person to the requests.
+	tokens, err := s.auth.TokenActors(c.Request().Context(), p.Person)
+	if err != nil {
+		return d, err
+	}
+	for _, n := range append([]string{p.Person}, tokens...) {
+		if n != d.Name {
+			d.Aliases = append(d.Aliases, n)
+		}
+	}
+	return d, nil
 }
 
 // approvalIDParam reads a request id from the path.
@@ -92,8 +108,12 @@ func (s *server) approvalDetail(c *echo.Context) error {
 	v := views.ApprovalDetailView{Req: approvalRow(*r), Task: s.taskRow(t.ReleaseTask, s.store.Now()), TaskUpdatedAt: t.UpdatedAt,
 		MaxReason: models.MaxReasonLen}
 	if p := principalOf(c); p != nil && p.Role.Allows(gateOperator.role()) {
-		switch d := decider(c); {
-		case d.Name == r.RequestedBy:
+		d, err := s.decider(c)
+		if err != nil {
+			return err
+		}
+		switch {
+		case d.Is(r.RequestedBy):
 			v.NoDecide = "approvals.cannot.own"
 		case r.Action == models.ApprovalAbandon && !d.Admin:
 			v.NoDecide = "approvals.cannot.admin"
@@ -138,7 +158,11 @@ func (s *server) taskRequest(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.store.RequestApproval(c.Request().Context(), id, action, decider(c), reason)
+	d, err := s.decider(c)
+	if err != nil {
+		return err
+	}
+	r, err := s.store.RequestApproval(c.Request().Context(), id, action, d, reason)
 	if err != nil {
 		return approvalFlash(c, back, err)
 	}
@@ -165,14 +189,18 @@ func (s *server) approvalDecide(approve bool) echo.HandlerFunc {
 		}
 		ctx := c.Request().Context()
 		p := flashPage(c)
+		d, err := s.decider(c)
+		if err != nil {
+			return err
+		}
 		if !approve {
-			r, err := s.store.RejectRequest(ctx, id, decider(c), reason)
+			r, err := s.store.RejectRequest(ctx, id, d, reason)
 			if err != nil {
 				return approvalFlash(c, back, err)
 			}
 			return redirectWithFlash(c, back, true, p.Tf("approvals.flash.rejected", r.ID))
 		}
-		r, err := s.store.ApproveRequest(ctx, id, decider(c), reason)
+		r, err := s.store.ApproveRequest(ctx, id, d, reason)
 		if err != nil {
 			return approvalFlash(c, back, err)
 		}
