@@ -197,6 +197,8 @@ func TestValidUserName(t *testing.T) {
 		{"anonymous", false},
 		{"channel", false},
 		{"worker", false},
+		{"mine", false},
+		{"Nobody", false},
 		{"worker:w1", false},
 		{"system:timeout", false},
 		{"anonymous:10.0.0.1", false},

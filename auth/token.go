@@ -191,3 +191,20 @@ func (s *Store) AuthenticateToken(ctx context.Context, secret string) (*APIToken
 	}
 	return &t, nil
 }
+
+// TokenActors names, as audit actors ("token:<name>"), every API token the
+// user named creator made, revoked ones too: a person acts under each of
+// them, and a second approval must come from another person (a request
+// made with a token since revoked stays theirs).
+func (s *Store) TokenActors(ctx context.Context, creator string) ([]string, error) {
+	var names []string
+	err := s.db.R.WithContext(ctx).Raw(`SELECT DISTINCT name FROM api_tokens WHERE created_by = ? ORDER BY name`, creator).
+		Scan(&names).Error
+	if err != nil {
+		return nil, fmt.Errorf("api tokens of %s: %w", creator, err)
+	}
+	for i, n := range names {
+		names[i] = tokenTarget(n)
+	}
+	return names, nil
+}

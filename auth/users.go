@@ -88,8 +88,11 @@ const MaxNameLen = 64
 // reservedNames are actors the code writes into ledgers and the audit log
 // for what is not a user (compared without letter case); the prefixed ones
 // ("token:erp", "worker:w1", "cli:host", "system:timeout",
-// "anonymous:10.0.0.1", "user:u1") are kept out by refusing ':'.
-var reservedNames = []string{"unknown", "system", "anonymous", "channel", "cron", "demo", "worker", "token", "cli", "user"}
+// "anonymous:10.0.0.1", "user:u1") are kept out by refusing ':'. "mine"
+// and "nobody" are the owner filter's words (models.OwnerMine,
+// OwnerNobody): a user so named could not be filtered by name.
+var reservedNames = []string{"unknown", "system", "anonymous", "channel", "cron", "demo", "worker", "token", "cli", "user",
+	"mine", "nobody"}
 
 // scriptSets are the scripts one name may mix: a name's letters are of one
 // script, but Japanese writes Han with kana, Korean Han with Hangul, and

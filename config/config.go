@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"unhold/jobs"
+	"unhold/models"
 )
 
 // Accepted values of Config.CouponExpiry.
@@ -88,6 +89,20 @@ type Config struct {
 	// Resources are the resource types declared in the resources file
 	// (docs/resources-file.md), in the file's order; nil: none.
 	Resources []DeclaredResource
+
+	// ManualSLA is how long a MANUAL task or an open reconciliation ticket
+	// may wait for a person before it is past the SLA (the overview's
+	// buckets, the lists' marks, the metrics and their alert).
+	ManualSLA time.Duration
+	// ApprovalThreshold is the smallest amount, in a task's own units, of
+	// a balance, points or approval: true task whose rerun or abandon
+	// needs a second person's approval; 0: every one.
+	ApprovalThreshold int64
+	// RetryDefault is the retry policy of every type and class (-retry-steps,
+	// -retry-tries); Retry are the resources file's own policies of a
+	// type, a class or both, in the file's order.
+	RetryDefault models.RetryPolicy
+	Retry        []models.RetryPolicy
 }
 
 // Load parses args (without the program name or subcommand) with getenv
@@ -153,6 +168,15 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"the shop's business time zone (IANA name): days of the daily report and its CSV, the daily jobs' schedules, and dashboard times until a browser tells its own")
 	resources := text("resources", "UNHOLD_RESOURCES", "",
 		"YAML file declaring more resource types, counters and remote ones (empty: none; see docs/resources-file.md)")
+	manualSLA := text("manual-sla", "UNHOLD_MANUAL_SLA", "4h",
+		"how long a MANUAL task or an open reconciliation ticket may wait for a person before it is past the SLA, 1m to 720h")
+
+	approvalThreshold := text("approval-threshold", "UNHOLD_APPROVAL_THRESHOLD", "0",
+		"smallest amount (in the type's own units) of a balance, points or approval: true task whose rerun or abandon needs a second person's approval; 0: every one")
+	retrySteps := text("retry-steps", "UNHOLD_RETRY_STEPS", "1s,5s,30s,5m,30m",
+		"default retry policy: the waits after the 1st, 2nd ... failure in a row, the last repeating (the resources file's retry: list sets a type's or class's own)")
+	retryTries := text("retry-tries", "UNHOLD_RETRY_TRIES", "8",
+		"default retry policy: failures in a row that send a task to MANUAL, 1 to 1000")
 
 	// -demo is a real bool flag so that a bare "-demo" works.
 	demoEnv := getenv("UNHOLD_DEMO")
@@ -224,6 +248,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	if cfg.ReconUncheckedAfter, err = intIn(uncheckedAfter, 1, 100); err != nil {
 		return Config{}, err
 	}
+	if cfg.ApprovalThreshold, err = wholeNumber(approvalThreshold); err != nil {
+		return Config{}, err
+	}
 	if cfg.LedgerReportSchedule, err = schedule(reportSched); err != nil {
 		return Config{}, err
 	}
@@ -279,7 +306,13 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, tz.errorf("an IANA time zone name such as Asia/Shanghai or UTC")
 	}
 	cfg.TZ = tz.value
-	if cfg.Resources, err = declared(resources, getenv); err != nil {
+	if cfg.RetryDefault, err = retryDefault(retrySteps, retryTries); err != nil {
+		return Config{}, err
+	}
+	if cfg.Resources, cfg.Retry, err = declared(resources, getenv, cfg.RetryDefault); err != nil {
+		return Config{}, err
+	}
+	if cfg.ManualSLA, err = durationIn(manualSLA, time.Minute, 720*time.Hour); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -369,6 +402,15 @@ func intIn(s *setting, lo, hi int) (int, error) {
 	n, err := strconv.Atoi(s.value)
 	if err != nil || n < lo || n > hi {
 		return 0, s.errorf(fmt.Sprintf("an integer from %d to %d", lo, hi))
+	}
+	return n, nil
+}
+
+// wholeNumber reads an amount: a whole number, 0 or more.
+func wholeNumber(s *setting) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(s.value), 10, 64)
+	if err != nil || n < 0 {
+		return 0, s.errorf("a whole number of 0 or more")
 	}
 	return n, nil
 }

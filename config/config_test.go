@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"unhold/models"
 )
 
 func defaults(t *testing.T) Config {
@@ -46,6 +48,9 @@ func defaults(t *testing.T) Config {
 
 		SessionIdle: 30 * time.Minute,
 		SessionMax:  12 * time.Hour,
+
+		ManualSLA:    4 * time.Hour,
+		RetryDefault: models.DefaultRetryPolicy,
 	}
 }
 
@@ -82,6 +87,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_TLS_CERT":               "cert.pem",
 		"UNHOLD_TLS_KEY":                "key.pem",
 		"UNHOLD_TRUSTED_PROXIES":        "10.0.0.0/8, 192.0.2.7,::1",
+		"UNHOLD_MANUAL_SLA":             "90m",
 	}
 
 	tests := []struct {
@@ -126,6 +132,7 @@ func TestLoad(t *testing.T) {
 					{IP: net.IP{192, 0, 2, 7}, Mask: net.CIDRMask(32, 32)},
 					{IP: net.ParseIP("::1"), Mask: net.CIDRMask(128, 128)},
 				}
+				c.ManualSLA = 90 * time.Minute
 			},
 		},
 		{
@@ -162,6 +169,7 @@ func TestLoad(t *testing.T) {
 				"-tls-cert", "",
 				"-tls-key", "",
 				"-trusted-proxies", "",
+				"-manual-sla", "720h",
 			},
 			want: func(c *Config) {
 				c.DB = "shop.db"
@@ -189,6 +197,7 @@ func TestLoad(t *testing.T) {
 				c.JobLease = 3 * time.Second
 				c.SessionIdle = time.Minute
 				c.SessionMax = time.Minute
+				c.ManualSLA = 720 * time.Hour
 			},
 		},
 		{
@@ -196,6 +205,19 @@ func TestLoad(t *testing.T) {
 			env:  map[string]string{"UNHOLD_WORKER_BATCH": "abc", "UNHOLD_LOG_FORMAT": "xml"},
 			args: []string{"-worker-batch", "1", "-log-format", "json"},
 			want: func(c *Config) { c.WorkerBatch = 1; c.LogFormat = LogFormatJSON },
+		},
+		{
+			name: "approval threshold",
+			env:  map[string]string{"UNHOLD_APPROVAL_THRESHOLD": "500"},
+			want: func(c *Config) { c.ApprovalThreshold = 500 },
+		},
+		{
+			name: "default retry policy",
+			env:  map[string]string{"UNHOLD_RETRY_TRIES": "3"},
+			args: []string{"-retry-steps", "2s, 1m,1m"},
+			want: func(c *Config) {
+				c.RetryDefault = models.RetryPolicy{Steps: []time.Duration{2 * time.Second, time.Minute, time.Minute}, Tries: 3}
+			},
 		},
 		{
 			name: "bare bool flag and double dash",
@@ -248,6 +270,10 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -worker-id must be a worker name, got " "`},
 		{"batch not a number", map[string]string{"UNHOLD_WORKER_BATCH": "abc"}, nil,
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "abc"`},
+		{"approval threshold negative", nil, []string{"-approval-threshold", "-1"},
+			`config: -approval-threshold must be a whole number of 0 or more, got "-1"`},
+		{"approval threshold not whole", map[string]string{"UNHOLD_APPROVAL_THRESHOLD": "1.5"}, nil,
+			`config: UNHOLD_APPROVAL_THRESHOLD must be a whole number of 0 or more, got "1.5"`},
 		{"pools zero", nil, []string{"-pools", "0"},
 			`config: -pools must be an integer from 1 to 64, got "0"`},
 		{"pools too many", map[string]string{"UNHOLD_POOLS": "65"}, nil,
@@ -296,6 +322,14 @@ func TestLoadInvalid(t *testing.T) {
 			`config: UNHOLD_POINTS_EXTEND_DAYS must be an integer from 0 to 365, got "-1"`},
 		{"points extend days too big", nil, []string{"-points-extend-days", "366"},
 			`config: -points-extend-days must be an integer from 0 to 365, got "366"`},
+		{"retry steps not durations", nil, []string{"-retry-steps", "1s,soon"},
+			`config: -retry-steps must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m, got "1s,soon"`},
+		{"retry steps zero", map[string]string{"UNHOLD_RETRY_STEPS": "0s,5s"}, nil,
+			`config: UNHOLD_RETRY_STEPS must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m: wait 1 (0s) is not more than 0, got "0s,5s"`},
+		{"retry steps unsorted", nil, []string{"-retry-steps", "5s,1s"},
+			`config: -retry-steps must be 1 to 20 waits, each more than 0 and at most 24h0m0s, in order, like 1s,5s,30s,5m,30m: wait 2 (1s) is shorter than the one before (5s), got "5s,1s"`},
+		{"retry tries zero", nil, []string{"-retry-tries", "0"},
+			`config: -retry-tries must be an integer from 1 to 1000, got "0"`},
 		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
 			`config: UNHOLD_DEMO must be true or false, got "yes"`},
 		{"demo flag", nil, []string{"-demo=yes"},
@@ -314,6 +348,18 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -tls-key is set but UNHOLD_TLS_CERT is not; HTTPS needs both`},
 		{"trusted proxies", map[string]string{"UNHOLD_TRUSTED_PROXIES": "10.0.0.0/33"}, nil,
 			`config: UNHOLD_TRUSTED_PROXIES must be comma-separated addresses or CIDR ranges like 10.0.0.0/8,192.0.2.7, got "10.0.0.0/33"`},
+		{"manual sla not a duration", nil, []string{"-manual-sla", "4"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "4"`},
+		{"manual sla zero", map[string]string{"UNHOLD_MANUAL_SLA": "0s"}, nil,
+			`config: UNHOLD_MANUAL_SLA must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "0s"`},
+		{"manual sla negative", nil, []string{"-manual-sla", "-4h"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "-4h"`},
+		{"manual sla too short", map[string]string{"UNHOLD_MANUAL_SLA": "59s"}, nil,
+			`config: UNHOLD_MANUAL_SLA must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "59s"`},
+		{"manual sla too long", nil, []string{"-manual-sla", "721h"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "721h"`},
+		{"manual sla bad flag over good env", map[string]string{"UNHOLD_MANUAL_SLA": "1h"}, []string{"-manual-sla", "soon"},
+			`config: -manual-sla must be a duration from 1m0s to 720h0m0s, like 30m or 12h, got "soon"`},
 		{"unknown flag", nil, []string{"-verbose"},
 			`config: flag provided but not defined: -verbose`},
 	}

@@ -65,6 +65,10 @@ type DeclaredResource struct {
 	// than loopback.
 	Strict       bool
 	InsecureHTTP bool
+	// Approval makes a rerun or abandon of the type's tasks a request that
+	// a second person approves, as for balance and points
+	// (-approval-threshold).
+	Approval bool
 	// Warnings are what the file allows but a person should read at every
 	// start, each naming the file, the entry and the key, as errors do.
 	Warnings []string
@@ -82,30 +86,39 @@ var (
 )
 
 // entryKeys are the keys an entry may have.
-var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env", "strict", "insecure_http"}
+var entryKeys = []string{"type", "kind", "label", "url", "timeout", "token_env", "strict", "insecure_http", "approval"}
 
 // remoteOnly are the keys only a remote type may have.
 var remoteOnly = []string{"url", "timeout", "token_env", "strict", "insecure_http"}
 
 // entryShape says what an entry holds, in errors.
-const entryShape = "type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"
+const entryShape = "type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"
 
-// declared reads the resources file the setting names, if any. A file
-// that cannot be read is named by the setting; a problem inside it, by the
+// declared reads the resources file the setting names, if any: its types
+// and its retry policies, whose unset fields are retryDef's. A file that
+// cannot be read is named by the setting; a problem inside it, by the
 // file, its entry and its key.
-func declared(s *setting, getenv func(string) string) ([]DeclaredResource, error) {
+func declared(s *setting, getenv func(string) string, retryDef models.RetryPolicy) ([]DeclaredResource, []models.RetryPolicy, error) {
 	if s.value == "" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	data, err := os.ReadFile(s.value)
 	if err != nil {
-		return nil, fmt.Errorf("config: %s: %w", s.name(), err)
+		return nil, nil, fmt.Errorf("config: %s: %w", s.name(), err)
 	}
 	rs, err := parseResources(s.value, data, getenv)
 	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, nil, fmt.Errorf("config: %w", err)
 	}
-	return rs, nil
+	types := slices.Clone(models.ResourceTypes)
+	for _, r := range rs {
+		types = append(types, r.Type)
+	}
+	retry, err := parseRetry(s.value, data, types, retryDef)
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: %w", err)
+	}
+	return rs, retry, nil
 }
 
 // parseResources reads a resources file's contents: its declarations, or
@@ -138,10 +151,14 @@ func parseResources(name string, data []byte, getenv func(string) string) ([]Dec
 	root := doc.Content[0]
 	var list *yaml.Node
 	var errs []error
+	hasRetry := false
 	for i := 0; i < len(root.Content); i += 2 {
 		switch k, v := root.Content[i].Value, root.Content[i+1]; {
+		case k == "retry":
+			// parseRetry reads it, once the types are known.
+			hasRetry = true
 		case k != "resources":
-			errs = append(errs, fail("%s: unknown key; the file holds one key, resources:", k))
+			errs = append(errs, fail("%s: unknown key; the file holds resources: and, optionally, retry:", k))
 		case list != nil:
 			errs = append(errs, fail("resources: given twice"))
 		default:
@@ -150,6 +167,9 @@ func parseResources(name string, data []byte, getenv func(string) string) ([]Dec
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
+	}
+	if list == nil && hasRetry {
+		return nil, nil
 	}
 	if list == nil {
 		return nil, fail("resources: missing; the file holds one key, resources:, a list of resource types")
@@ -273,6 +293,7 @@ func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource,
 	}
 
 	r.Label = parseLabel(fields["label"], &errs)
+	r.Approval, _ = boolField(fields, "approval", &errs)
 
 	if r.Kind == KindCounter {
 		for _, k := range remoteOnly {

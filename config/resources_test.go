@@ -50,6 +50,13 @@ resources:
 				URL: "https://seats.example.com:8443/v1", Timeout: DefaultRemoteTimeout, Strict: true},
 			{Type: "p2", Kind: KindCounter, Label: ResourceLabel{ZH: "二", EN: "P2"}},
 		}},
+		{"approval", `resources:
+  - {type: a1, kind: counter, label: {zh: 甲, en: A}, approval: true}
+  - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "http://a", approval: false}
+`, []DeclaredResource{
+			{Type: "a1", Kind: KindCounter, Label: ResourceLabel{ZH: "甲", EN: "A"}, Approval: true},
+			{Type: "a2", Kind: KindRemote, Label: ResourceLabel{ZH: "乙", EN: "B"}, URL: "http://a", Timeout: DefaultRemoteTimeout, Strict: true},
+		}},
 		{"timeout bounds", `resources:
   - {type: a1, kind: remote, label: {zh: 甲, en: A}, url: "http://a", timeout: 100ms}
   - {type: a2, kind: remote, label: {zh: 乙, en: B}, url: "https://b", timeout: 1m, token_env: SEAT_TOKEN}
@@ -124,18 +131,20 @@ func TestParseResourcesInvalid(t *testing.T) {
 		{"not yaml", "resources: [\n", []string{"resources.yaml: yaml: line 1: did not find expected node content"}},
 		{"two documents", "resources: []\n---\nresources: []\n", []string{"resources.yaml: more than one YAML document; the file holds one"}},
 		{"top level a list", "- type: a\n", []string{"resources.yaml: the file must be a mapping with one key, resources:"}},
-		{"no resources key", "types: []\n", []string{"resources.yaml: types: unknown key; the file holds one key, resources:"}},
+		{"no resources key", "types: []\n", []string{"resources.yaml: types: unknown key; the file holds resources: and, optionally, retry:"}},
 		{"resources twice", "resources: []\nresources: []\n", []string{"resources.yaml: resources: given twice"}},
-		{"unknown top-level key", "resources: []\nversion: 2\n", []string{"resources.yaml: version: unknown key; the file holds one key, resources:"}},
+		{"unknown top-level key", "resources: []\nversion: 2\n", []string{"resources.yaml: version: unknown key; the file holds resources: and, optionally, retry:"}},
 		{"resources a mapping", "resources: {type: a}\n", []string{"resources.yaml: resources: must be a list of resource types"}},
 		{"entry a string", "resources:\n  - gift_wrap\n", []string{
-			"resources.yaml: resources[0]: must be a mapping of type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
+			"resources.yaml: resources[0]: must be a mapping of type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"unknown key", entry(counter + ", colour: red"), []string{
-			"resources.yaml: resources[0] (gift_wrap): colour: unknown key; an entry has type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
+			"resources.yaml: resources[0] (gift_wrap): colour: unknown key; an entry has type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"misspelt key before the type", entry("kind: counter, typ: x, type: gift_wrap, label: {zh: 礼品包装, en: Gift wrap}"), []string{
-			"resources.yaml: resources[0] (gift_wrap): typ: unknown key; an entry has type, kind, label and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
+			"resources.yaml: resources[0] (gift_wrap): typ: unknown key; an entry has type, kind, label, approval and, for a remote type, url, timeout, token_env, strict and insecure_http"}},
 		{"key twice", "resources:\n  - type: gift_wrap\n    kind: counter\n    kind: counter\n    label: {zh: 礼品包装, en: Gift wrap}\n", []string{
 			"resources.yaml: resources[0] (gift_wrap): kind: given twice"}},
+		{"approval not a bool", entry(counter + ", approval: yes please"), []string{
+			"resources.yaml: resources[0] (gift_wrap): approval: must be true or false"}},
 		{"no type", entry("kind: counter, label: {zh: 礼品包装, en: Gift wrap}"), []string{
 			"resources.yaml: resources[0]: type: required"}},
 		{"type a list", entry("type: [a], kind: counter, label: {zh: 礼品包装, en: Gift wrap}"), []string{

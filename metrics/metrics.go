@@ -86,6 +86,7 @@ type scrapeSource interface {
 	UncheckedSince(ctx context.Context) (map[models.ResourceType]time.Time, error)
 	Types() []models.ResourceType
 	RemoteTypes() []models.ResourceType
+	ManualAgeing(ctx context.Context) (models.ManualAgeing, error)
 }
 
 // New registers every unhold metric, the Go runtime and process
@@ -227,6 +228,7 @@ type queueCollector struct {
 
 	up, backlog, oldest, retry, manual, openDiffs *prometheus.Desc
 	skipped, uncheckedSince                       *prometheus.Desc
+	manualItems, manualOldest                     *prometheus.Desc
 }
 
 func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger) *queueCollector {
@@ -250,11 +252,18 @@ func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger
 		uncheckedSince: prometheus.NewDesc("unhold_recon_unchecked_since_timestamp_seconds",
 			"When the oldest current streak of reconciliation runs that left a key of a remote type unchecked began (Unix seconds); 0 when every key was compared by the last run that met it.",
 			[]string{"resource"}, nil),
+		manualItems: prometheus.NewDesc("unhold_manual_items",
+			"Items waiting for a person by queue (tasks: MANUAL release tasks, aged since they went MANUAL; tickets: unresolved reconciliation tickets, aged since they were opened) and age bucket: lt_1h (under an hour and within the SLA), lt_sla (an hour or more, within the SLA), past_sla (waited at least -manual-sla).",
+			[]string{"queue", "age"}, nil),
+		manualOldest: prometheus.NewDesc("unhold_manual_oldest_age_seconds",
+			"How long the oldest item of the queue (tasks or tickets) has waited for a person; 0 when none waits.",
+			[]string{"queue"}, nil),
 	}
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs, c.skipped, c.uncheckedSince} {
+	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs, c.skipped, c.uncheckedSince,
+		c.manualItems, c.manualOldest} {
 		ch <- d
 	}
 }
@@ -290,6 +299,19 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 		errs = append(errs, fmt.Errorf("open diffs: %w", err))
 	}
 	if err := c.collectUnchecked(ctx, ch); err != nil {
+		errs = append(errs, err)
+	}
+	if m, err := c.src.ManualAgeing(ctx); err == nil {
+		for _, q := range []struct {
+			name  string
+			queue models.ManualQueue
+		}{{"tasks", m.Tasks}, {"tickets", m.Tickets}} {
+			for _, a := range models.ManualAges {
+				ch <- prometheus.MustNewConstMetric(c.manualItems, prometheus.GaugeValue, float64(q.queue.N[a]), q.name, string(a))
+			}
+			ch <- prometheus.MustNewConstMetric(c.manualOldest, prometheus.GaugeValue, m.OldestAge(q.queue).Seconds(), q.name)
+		}
+	} else {
 		errs = append(errs, err)
 	}
 	up := 1.0

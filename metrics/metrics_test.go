@@ -483,6 +483,7 @@ func TestAlertRules(t *testing.T) {
 	for name, reads := range map[string]string{
 		"UnholdReleaseStalled":         "unhold_release_oldest_due_seconds",
 		"UnholdManualTasksRising":      "unhold_release_manual_tasks",
+		"UnholdManualPastSLA":          "unhold_manual_items",
 		"UnholdReconOpenDiffs":         "unhold_recon_open_diffs",
 		"UnholdReconKeysUnchecked":     "unhold_recon_unchecked_since_timestamp_seconds",
 		"UnholdDuplicateReleaseSpike":  "unhold_release_duplicates_total",

@@ -26,6 +26,7 @@ type Chain struct {
 type ChainTask struct {
 	ReleaseTask
 	AttemptLog []TaskAttempt `json:"attempt_log"`
+	Retry      RetryStanding `json:"retry"`
 }
 
 // OrderChain reads one order's whole release chain, in one snapshot.
@@ -95,7 +96,7 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	}
 	c.Tasks = make([]ChainTask, 0, len(tasks))
 	for _, t := range tasks {
-		c.Tasks = append(c.Tasks, ChainTask{ReleaseTask: t, AttemptLog: append([]TaskAttempt{}, byTask[t.ID]...)})
+		c.Tasks = append(c.Tasks, ChainTask{ReleaseTask: t, AttemptLog: append([]TaskAttempt{}, byTask[t.ID]...), Retry: s.RetryOf(t)})
 	}
 	c.Flows = []Flow{}
 	for _, t := range s.types {

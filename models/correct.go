@@ -1,8 +1,10 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -84,35 +86,76 @@ type Correction struct {
 // CounterLedgerOf reads one counter key's row and its ledger's sums, from
 // one snapshot.
 func (s *Store) CounterLedgerOf(ctx context.Context, t ResourceType, key string) (CounterLedger, error) {
-	c, err := s.counterOf(t)
-	if err != nil {
+	if _, err := s.counterOf(t); err != nil {
 		return CounterLedger{}, err
 	}
 	if !ValidKey(key) {
 		return CounterLedger{}, invalid("key must be 1-64 letters, digits or -_.:")
 	}
-	var out CounterLedger
-	err = s.readSnapshot(ctx, func(tx *gorm.DB) error {
-		row, found, err := c.read(tx, key)
+	k := ResourceKey{t, key}
+	ls, err := s.CounterLedgersOf(ctx, []ResourceKey{k})
+	if err != nil {
+		return CounterLedger{}, err
+	}
+	l, ok := ls[k]
+	if !ok {
+		return CounterLedger{}, fmt.Errorf("%w: %s %s", ErrNotFound, t, key)
+	}
+	return l, nil
+}
+
+// CounterLedgersOf is CounterLedgerOf for many keys, from one snapshot and
+// in a few statements per type, not a transaction per key: a page of
+// stopped tasks reads all its keys at once. Keys of a type that is not a
+// counter, invalid keys and keys without a row are left out.
+func (s *Store) CounterLedgersOf(ctx context.Context, keys []ResourceKey) (map[ResourceKey]CounterLedger, error) {
+	byType := map[ResourceType][]string{}
+	var types []ResourceType
+	var all []string
+	for _, k := range slices.Compact(slices.SortedFunc(slices.Values(keys), compareKeys)) {
+		if _, err := s.counterOf(k.Type); err != nil || !ValidKey(k.Key) {
+			continue
+		}
+		if _, seen := byType[k.Type]; !seen {
+			types = append(types, k.Type)
+		}
+		byType[k.Type] = append(byType[k.Type], k.Key)
+		all = append(all, k.Key)
+	}
+	out := map[ResourceKey]CounterLedger{}
+	if len(types) == 0 {
+		return out, nil
+	}
+	err := s.readSnapshot(ctx, func(tx *gorm.DB) error {
+		for _, t := range types {
+			c, _ := s.counterOf(t)
+			rows, err := c.rowsOf(tx, byType[t])
+			if err != nil {
+				return err
+			}
+			sums, err := c.keySums(tx, byType[t])
+			if err != nil {
+				return err
+			}
+			for key, r := range rows {
+				out[ResourceKey{t, key}] = CounterLedger{Row: r.state(), Ledger: sums[key].state()}
+			}
+		}
+		pending, tasks, err := s.expectedHeld(tx, types, all)
 		if err != nil {
 			return err
 		}
-		if !found {
-			return fmt.Errorf("%w: %s %s", ErrNotFound, t, key)
+		for k, l := range out {
+			l.Expected = pending[k].Q + tasks[k].Q
+			out[k] = l
 		}
-		sum, err := c.keySum(tx, key)
-		if err != nil {
-			return err
-		}
-		pending, tasks, err := s.expectedHeld(tx, []ResourceType{t}, []string{key})
-		if err != nil {
-			return err
-		}
-		k := ResourceKey{t, key}
-		out = CounterLedger{Row: row.state(), Ledger: sum.state(), Expected: pending[k].Q + tasks[k].Q}
 		return nil
 	})
 	return out, err
+}
+
+func compareKeys(a, b ResourceKey) int {
+	return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Key, b.Key))
 }
 
 func (r counterRow) state() CounterState {
@@ -120,17 +163,53 @@ func (r counterRow) state() CounterState {
 }
 
 // keySum is what one key's columns must be if every change wrote its
-// ledger row: ledgerSums for one key, through the ledger's key index.
+// ledger row: ledgerSums for one key. A key without ledger rows sums to
+// zeros.
 func (c *counter) keySum(db *gorm.DB, key string) (counterRow, error) {
-	var rows []counterRow
-	q := fmt.Sprintf(`SELECT %s FROM %s WHERE %s`, ledgerSumCols, c.ledger, c.where())
-	if err := db.Raw(q, c.keyArgs(key)...).Scan(&rows).Error; err != nil {
-		return counterRow{}, fmt.Errorf("%s %s ledger: %w", c.typ, key, err)
+	sums, err := c.keySums(db, []string{key})
+	return sums[key], err
+}
+
+// keySums is keySum for some keys of the counter, in one statement that
+// reads the ledger's key index alone (it carries type and qty: migration
+// 00036).
+func (c *counter) keySums(db *gorm.DB, keys []string) (map[string]counterRow, error) {
+	var rows []struct {
+		K                  string
+		Avail, Held, Spent int64
 	}
-	if len(rows) == 0 {
-		return counterRow{}, nil
+	if err := db.Raw(c.keySumsSQL(), c.keysArgs(keys)...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%s ledger sums: %w", c.typ, err)
 	}
-	return rows[0], nil
+	out := make(map[string]counterRow, len(rows))
+	for _, r := range rows {
+		out[r.K] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+	}
+	return out, nil
+}
+
+func (c *counter) keySumsSQL() string {
+	return fmt.Sprintf(`SELECT %[1]s AS k, %[2]s FROM %[3]s WHERE %[1]s IN ?%[4]s GROUP BY %[1]s`,
+		c.key, ledgerSumCols, c.ledger, c.fixedCond())
+}
+
+// rowsOf reads some keys' rows without locking them; a key without a row
+// is not in the map.
+func (c *counter) rowsOf(db *gorm.DB, keys []string) (map[string]counterRow, error) {
+	var rows []struct {
+		K                  string
+		Avail, Held, Spent int64
+	}
+	q := fmt.Sprintf("SELECT %[1]s AS k, %[2]s AS avail, %[3]s AS held, %[4]s AS spent FROM %[5]s WHERE %[1]s IN ?%[6]s",
+		c.key, c.avail, c.held, c.spent, c.table, c.fixedCond())
+	if err := db.Raw(q, c.keysArgs(keys)...).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%s rows: %w", c.typ, err)
+	}
+	out := make(map[string]counterRow, len(rows))
+	for _, r := range rows {
+		out[r.K] = counterRow{Avail: r.Avail, Held: r.Held, Spent: r.Spent}
+	}
+	return out, nil
 }
 
 // CounterFix is what an operator asks of a counter key's correction.

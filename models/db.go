@@ -75,6 +75,21 @@ type Options struct {
 	// skip a key before it gets an UNCHECKED ticket; zero is
 	// DefaultUncheckedAfter.
 	ReconUncheckedAfter int
+	// ManualSLA is how long a MANUAL task or an unresolved ticket may
+	// wait for a person before it is past the SLA; zero is
+	// DefaultManualSLA.
+	ManualSLA time.Duration
+	// ApprovalThreshold is the smallest amount of a task of a type that
+	// needs approval whose rerun or abandon is a request another person
+	// approves (0: every one). ApprovalTypes are the declared types that
+	// need it besides balance and points.
+	ApprovalThreshold int64
+	ApprovalTypes     []ResourceType
+	// RetryDefault is the retry policy of any type and class that Retry
+	// does not name; zero is DefaultRetryPolicy. Retry are the policies of
+	// a type, a class, or both (RetryPolicy).
+	RetryDefault RetryPolicy
+	Retry        []RetryPolicy
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -100,6 +115,11 @@ type Store struct {
 	remotes   map[ResourceType]*remoteResource
 	// uncheckedAfter is Options.ReconUncheckedAfter.
 	uncheckedAfter int
+	// manualSLA is Options.ManualSLA.
+	manualSLA time.Duration
+	// approval says which tasks' reruns and abandons need a second person.
+	approval approvalPolicy
+	retry    retryPolicies
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -137,9 +157,13 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 // not migrate; call Migrate.
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
-		uncheckedAfter: opt.ReconUncheckedAfter}
+		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA,
+		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes)}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
+	}
+	if s.manualSLA <= 0 {
+		s.manualSLA = DefaultManualSLA
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -217,6 +241,14 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.resources, s.types = reg, types
+	if s.retry, err = newRetryPolicies(opt.RetryDefault, opt.Retry); err != nil {
+		return nil, err
+	}
+	for t := range s.retry {
+		if _, ok := reg[t]; t != "" && !ok {
+			return nil, fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
+		}
+	}
 	return s, nil
 }
 

@@ -125,6 +125,14 @@ type ReleaseTask struct {
 	DoneAt         *time.Time `json:"done_at,omitempty"`
 	RerunBy        string     `json:"rerun_by,omitempty"`
 	RerunReason    string     `json:"rerun_reason,omitempty"`
+	// Owner is the operator who took the task while it was MANUAL ("":
+	// nobody), and OwnedSince when; see AssignTask. It stays when the task
+	// leaves MANUAL, as history.
+	Owner      string     `json:"owner,omitempty"`
+	OwnedSince *time.Time `json:"owned_since,omitempty"`
+	// ManualSince is when the task last went MANUAL, which its age in
+	// the manual queue counts from; a rerun clears it.
+	ManualSince *time.Time `json:"manual_since,omitempty"`
 	// answer is what a remote type's service answered this try's call,
 	// kept so that recording it again (the batch did not commit, and the
 	// task is tried alone) does not call again.

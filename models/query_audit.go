@@ -52,7 +52,7 @@ const (
 var (
 	// operationalKinds are the target kinds ("<kind>:…") of operational
 	// entries; a declared counter's type is one too (see auditKinds).
-	operationalKinds = []string{"order", "task", "tasks", "diff", "ticket", "job", "sku", "coupon", "account", "activity", "slot"}
+	operationalKinds = []string{"order", "task", "tasks", "diff", "ticket", "job", "sku", "coupon", "account", "activity", "slot", "approval"}
 	// adminKinds are never operational, whatever a counter is named.
 	adminKinds = []string{"user", "token", "route", RefusedSummaryKind}
 	// adminActions are actions only ever done to an admin-only target, or
@@ -89,11 +89,13 @@ func AdminOnlyAuditAction(action string) bool {
 }
 
 // auditKinds are the operational target kinds of this store: the fixed
-// ones and the declared counter types.
+// ones, the declared counter types, and the remote types (a question to
+// their service about a key).
 func (s *Store) auditKinds() []string {
 	kinds := slices.Clone(operationalKinds)
 	for _, t := range s.types {
-		if s.resources[t].Kind() == KindCounter && !slices.Contains(adminKinds, string(t)) && !slices.Contains(kinds, string(t)) {
+		if k := s.resources[t].Kind(); (k == KindCounter || k == KindRemote) && !slices.Contains(adminKinds, string(t)) &&
+			!slices.Contains(kinds, string(t)) {
 			kinds = append(kinds, string(t))
 		}
 	}

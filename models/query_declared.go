@@ -127,6 +127,13 @@ type KeyTask struct {
 // (by id), with the totals of all of them.
 type DeclaredKeyStatus struct {
 	DeclaredKey
+	KeyHolding
+}
+
+// KeyHolding is who holds one key of any type now: the first KeyHolders
+// PENDING holds (by order number) and unfinished tasks (by id), and the
+// totals of all of them.
+type KeyHolding struct {
 	Holds               []KeyHold
 	HeldQty, HoldOrders int64 // all PENDING orders' open holds of the key
 	Tasks               []KeyTask
@@ -154,38 +161,46 @@ func (s *Store) DeclaredKeyOf(ctx context.Context, t ResourceType, key string) (
 			WHERE resource_type = ? AND biz_key = ?`, t, key), &out.DeclaredKey, fmt.Sprintf("%s key %s", t, key)); err != nil {
 			return err
 		}
-		pending, tasks, err := s.expectedHeld(tx, []ResourceType{t}, []string{key})
-		if err != nil {
-			return err
-		}
-		k := ResourceKey{t, key}
-		out.HeldQty, out.HoldOrders = pending[k].Q, pending[k].N
-		out.TaskQty, out.TaskCount = tasks[k].Q, tasks[k].N
-		// The open holds of the key in order_holds_open's order, each
-		// one's order read by its number, as pendingHeldSQL does.
-		join := "JOIN"
-		if s.Dialect == SQLite {
-			join = "CROSS JOIN"
-		}
-		err = tx.Raw(`SELECT h.order_no, o.user_id, h.qty - h.released - h.deducted AS qty, o.created_at, o.pay_deadline
-			FROM order_holds h `+join+` orders o ON o.order_no = h.order_no
-			WHERE h.qty > h.released + h.deducted AND h.resource_type = ? AND h.biz_key = ? AND o.status = 'PENDING'
-			ORDER BY h.order_no LIMIT ?`, t, key, KeyHolders).Scan(&out.Holds).Error
-		if err != nil {
-			return fmt.Errorf("holds: %w", err)
-		}
-		err = tx.Raw(`SELECT id, order_no, qty, status, attempts, next_at FROM release_tasks
-			WHERE resource_type = ? AND biz_key = ? AND status IN ('PENDING','RETRY','MANUAL')
-			ORDER BY id LIMIT ?`, t, key, KeyHolders).Scan(&out.Tasks).Error
-		if err != nil {
-			return fmt.Errorf("unfinished tasks: %w", err)
-		}
-		return nil
+		var err error
+		out.KeyHolding, err = s.keyHolding(tx, t, key)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s %s: %w", t, key, err)
 	}
 	return &out, nil
+}
+
+// keyHolding reads, in tx, who holds key of type t now.
+func (s *Store) keyHolding(tx *gorm.DB, t ResourceType, key string) (KeyHolding, error) {
+	var out KeyHolding
+	pending, tasks, err := s.expectedHeld(tx, []ResourceType{t}, []string{key})
+	if err != nil {
+		return out, err
+	}
+	k := ResourceKey{t, key}
+	out.HeldQty, out.HoldOrders = pending[k].Q, pending[k].N
+	out.TaskQty, out.TaskCount = tasks[k].Q, tasks[k].N
+	// The open holds of the key in order_holds_open's order, each
+	// one's order read by its number, as pendingHeldSQL does.
+	join := "JOIN"
+	if s.Dialect == SQLite {
+		join = "CROSS JOIN"
+	}
+	err = tx.Raw(`SELECT h.order_no, o.user_id, h.qty - h.released - h.deducted AS qty, o.created_at, o.pay_deadline
+		FROM order_holds h `+join+` orders o ON o.order_no = h.order_no
+		WHERE h.qty > h.released + h.deducted AND h.resource_type = ? AND h.biz_key = ? AND o.status = 'PENDING'
+		ORDER BY h.order_no LIMIT ?`, t, key, KeyHolders).Scan(&out.Holds).Error
+	if err != nil {
+		return out, fmt.Errorf("holds: %w", err)
+	}
+	err = tx.Raw(`SELECT id, order_no, qty, status, attempts, next_at FROM release_tasks
+		WHERE resource_type = ? AND biz_key = ? AND status IN ('PENDING','RETRY','MANUAL')
+		ORDER BY id LIMIT ?`, t, key, KeyHolders).Scan(&out.Tasks).Error
+	if err != nil {
+		return out, fmt.Errorf("unfinished tasks: %w", err)
+	}
+	return out, nil
 }
 
 // DeclaredFlows reads one page of a declared key's ledger below the id

@@ -396,11 +396,7 @@ func (c *counter) reconcileKeys(db *gorm.DB, keys []string, pending, tasks map[R
 		K           string
 		Held, Total int64
 	}
-	fixed, args := "", []any{keys}
-	if c.fixedCol != "" {
-		fixed = " AND " + c.fixedCol + " = ?"
-		args = append(args, c.fixedVal)
-	}
+	fixed, args := c.fixedCond(), c.keysArgs(keys)
 	var rows []row
 	err := db.Raw(fmt.Sprintf("SELECT %[1]s AS k, %[2]s AS held, %[3]s + %[2]s + %[4]s AS total FROM %[5]s WHERE %[1]s IN ?%[6]s",
 		c.key, c.held, c.avail, c.spent, c.table, fixed), args...).Scan(&rows).Error

@@ -34,6 +34,36 @@ type DiffQuery struct {
 	// Before keeps tickets whose id is below it: the keyset of the next page.
 	Before int64
 	Limit  int
+	// Owner keeps the open tickets of one owner (OwnerMine, OwnerNobody or
+	// a name), as TaskFilter.Owner does; Me is who asks.
+	Owner, Me string
+	// Age keeps the unresolved tickets of one age bucket of the manual
+	// queue, by when each was opened, under the store's SLA.
+	Age ManualAge
+	// OldestFirst lists the oldest ticket (lowest id: tickets are opened
+	// in id order, one reconciliation at a time) first; After, not
+	// Before, is then the keyset of the next page.
+	OldestFirst bool
+	After       int64
+}
+
+// KeptStatuses is what q's status condition keeps: the named statuses
+// (every one when none is named), only the unresolved ones with an age.
+func (q DiffQuery) KeptStatuses() []string {
+	statuses := q.Statuses
+	if len(statuses) == 0 {
+		statuses = DiffStatuses
+	}
+	if q.Age == "" {
+		return statuses
+	}
+	var out []string
+	for _, st := range statuses {
+		if slices.Contains(UnresolvedStatuses, st) && !slices.Contains(out, st) {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // DiffPage is one page of tickets and the keyset of the next one (0 on the
@@ -46,9 +76,9 @@ type DiffPage struct {
 // CountDiffTickets counts the tickets q keeps (every status when it names
 // none, as DiffTickets reads them), up to limit, as CountTasks does.
 func (s *Store) CountDiffTickets(ctx context.Context, q DiffQuery, limit int) (int64, bool, error) {
-	statuses := q.Statuses
+	statuses := q.KeptStatuses()
 	if len(statuses) == 0 {
-		statuses = DiffStatuses
+		return 0, false, nil
 	}
 	cond, args := "status IN ?", []any{statuses}
 	if q.Resource != "" {
@@ -58,6 +88,18 @@ func (s *Store) CountDiffTickets(ctx context.Context, q DiffQuery, limit int) (i
 	if q.Sign != 0 {
 		cond += " AND sign = ?"
 		args = append(args, q.Sign)
+	}
+	if err := ValidOwnerFilter(q.Owner, q.Me); err != nil {
+		return 0, false, err
+	}
+	if c, a := ownerWhere(q.Owner, q.Me, "status <> '"+DiffResolved+"'"); c != "" {
+		cond += " AND " + c
+		args = append(args, a...)
+	}
+	if q.Age != "" {
+		ac, aa := q.Age.cond("created_at", s.Now(), s.manualSLA)
+		cond += " AND " + ac
+		args = append(args, aa...)
 	}
 	return s.countCapped(ctx, "recon_diffs", cond, args, limit)
 }
@@ -71,8 +113,13 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	if q.Sign != 0 && q.Sign != 1 && q.Sign != -1 {
 		return DiffPage{}, fmt.Errorf("%w: sign must be 1 or -1, not %d", ErrInvalid, q.Sign)
 	}
-	if q.Before < 0 {
-		return DiffPage{}, fmt.Errorf("%w: the page position must be a positive ticket id, not %d", ErrInvalid, q.Before)
+	if q.Before < 0 || q.After < 0 {
+		return DiffPage{}, fmt.Errorf("%w: the page position must be a positive ticket id, not %d", ErrInvalid, min(q.Before, q.After))
+	}
+	if q.Age != "" {
+		if _, err := ParseManualAge(string(q.Age)); err != nil {
+			return DiffPage{}, err
+		}
 	}
 	if q.Limit <= 0 || q.Limit > 500 {
 		q.Limit = DiffPageSize
@@ -88,6 +135,10 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 	}
 	if len(statuses) == 0 {
 		statuses = DiffStatuses
+	}
+	statuses = DiffQuery{Statuses: statuses, Age: q.Age}.KeptStatuses()
+	if len(statuses) == 0 {
+		return DiffPage{Tickets: []DiffTicket{}}, nil
 	}
 	resources := s.Types()
 	if q.Resource != "" {
@@ -107,16 +158,37 @@ func (s *Store) DiffTickets(ctx context.Context, q DiffQuery) (DiffPage, error) 
 		cond += " AND id < ?"
 		extra = append(extra, q.Before)
 	}
+	if err := ValidOwnerFilter(q.Owner, q.Me); err != nil {
+		return DiffPage{}, err
+	}
+	if c, a := ownerWhere(q.Owner, q.Me, "status <> '"+DiffResolved+"'"); c != "" {
+		cond += " AND " + c
+		extra = append(extra, a...)
+	}
+	dir := "DESC"
+	if q.OldestFirst {
+		dir = "ASC"
+		if q.After > 0 {
+			cond += " AND id > ?"
+			extra = append(extra, q.After)
+		}
+	}
+	if q.Age != "" {
+		// Not in the index either; only unresolved tickets are read.
+		ac, aa := q.Age.cond("created_at", s.Now(), s.manualSLA)
+		cond += " AND " + ac
+		extra = append(extra, aa...)
+	}
 	var parts []string
 	var args []any
 	for _, st := range statuses {
 		for _, rt := range resources {
-			parts = append(parts, fmt.Sprintf(`SELECT * FROM (SELECT * FROM recon_diffs WHERE %s ORDER BY id DESC LIMIT %d) AS p%d`,
-				cond, q.Limit+1, len(parts)))
+			parts = append(parts, fmt.Sprintf(`SELECT * FROM (SELECT * FROM recon_diffs WHERE %s ORDER BY id %s LIMIT %d) AS p%d`,
+				cond, dir, q.Limit+1, len(parts)))
 			args = append(append(args, st, rt), extra...)
 		}
 	}
-	sql := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + fmt.Sprintf(") AS u ORDER BY id DESC LIMIT %d", q.Limit+1)
+	sql := "SELECT * FROM (" + strings.Join(parts, " UNION ALL ") + fmt.Sprintf(") AS u ORDER BY id %s LIMIT %d", dir, q.Limit+1)
 	var out []DiffTicket
 	if err := s.R.WithContext(ctx).Raw(sql, args...).Scan(&out).Error; err != nil {
 		return DiffPage{}, fmt.Errorf("list diff tickets: %w", err)

@@ -35,6 +35,48 @@ type TaskFilter struct {
 	From, To time.Time
 	// Due keeps PENDING and RETRY tasks whose next_at has come.
 	Due bool
+	// Owner keeps the MANUAL tasks of one owner: OwnerMine (Me's),
+	// OwnerNobody (the ones no one has taken) or a name. An owner means
+	// something only while its task is MANUAL, so this filter lists MANUAL
+	// tasks only.
+	Owner string
+	// Me is who asks, for OwnerMine; it is not part of the filter's link.
+	Me string
+	// Age keeps the MANUAL tasks of one age bucket of the manual queue,
+	// by when each went MANUAL, under the store's SLA.
+	Age ManualAge
+}
+
+// The owner filter's words; any other value is an owner's name.
+const (
+	OwnerMine   = "mine"
+	OwnerNobody = "nobody"
+)
+
+// ValidOwnerFilter checks an owner filter's value ("" does not filter);
+// OwnerMine needs me, who asks.
+func ValidOwnerFilter(owner, me string) error {
+	switch {
+	case len(owner) > maxAuditShortLen || !utf8.ValidString(owner) || strings.ContainsRune(owner, 0):
+		return fmt.Errorf("%w: owner is mine, nobody or a user name of at most %d bytes", ErrInvalid, maxAuditShortLen)
+	case owner == OwnerMine && me == "":
+		return fmt.Errorf("%w: owner=mine needs to know who asks", ErrInvalid)
+	}
+	return nil
+}
+
+// ownerWhere is the condition of an owner filter on a table whose items
+// are open when open holds, and its arguments; "" when owner is "".
+func ownerWhere(owner, me, open string) (string, []any) {
+	switch owner {
+	case "":
+		return "", nil
+	case OwnerNobody:
+		return "owner = '' AND " + open, nil
+	case OwnerMine:
+		owner = me
+	}
+	return "owner = ? AND " + open, []any{owner}
 }
 
 // MaxTaskKeyLen bounds the key filter, in bytes: longer than any key unhold keeps.
@@ -74,6 +116,17 @@ func (f TaskFilter) Validate() error {
 		return fmt.Errorf("%w: from (%s) must be before to (%s)", ErrInvalid,
 			f.From.UTC().Format(time.RFC3339), f.To.UTC().Format(time.RFC3339))
 	}
+	if err := ValidOwnerFilter(f.Owner, f.Me); err != nil {
+		return err
+	}
+	if f.Age != "" {
+		if _, err := ParseManualAge(string(f.Age)); err != nil {
+			return err
+		}
+		if f.Due || (len(f.Statuses) > 0 && !containsStatus(f.Statuses, TaskManual)) {
+			return fmt.Errorf("%w: an age keeps MANUAL tasks; this filter keeps none", ErrInvalid)
+		}
+	}
 	return nil
 }
 
@@ -108,12 +161,25 @@ func (f TaskFilter) Values() url.Values {
 	if f.Due {
 		v.Set("due", "1")
 	}
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
+	}
+	if f.Age != "" {
+		v.Set("age", string(f.Age))
+	}
 	return v
 }
 
 // statuses is what the filter's status condition keeps: the named statuses,
-// narrowed to PENDING and RETRY when Due; nil keeps every status.
+// narrowed to PENDING and RETRY when Due, to MANUAL with an age; nil keeps
+// every status.
 func (f TaskFilter) statuses() []TaskStatus {
+	if f.Age != "" {
+		if len(f.Statuses) > 0 && !containsStatus(f.Statuses, TaskManual) {
+			return []TaskStatus{}
+		}
+		return []TaskStatus{TaskManual}
+	}
 	if !f.Due {
 		return dedupStatuses(f.Statuses)
 	}
@@ -148,9 +214,12 @@ func containsStatus(list []TaskStatus, st TaskStatus) bool {
 	return false
 }
 
+// taskWhere is the filter's SQL condition now, under the store's SLA.
+func (s *Store) taskWhere(f TaskFilter) (string, []any) { return f.where(s.Now(), s.manualSLA) }
+
 // where is the filter's SQL condition, without the status one, and its
-// arguments.
-func (f TaskFilter) where(now time.Time) (string, []any) {
+// arguments, at now under the manual queue's sla.
+func (f TaskFilter) where(now time.Time, sla time.Duration) (string, []any) {
 	conds, args := []string{"1 = 1"}, []any{}
 	if f.Type != "" {
 		conds, args = append(conds, "resource_type = ?"), append(args, f.Type)
@@ -176,6 +245,13 @@ func (f TaskFilter) where(now time.Time) (string, []any) {
 	if f.Due {
 		conds, args = append(conds, "next_at <= ?"), append(args, now)
 	}
+	if c, a := ownerWhere(f.Owner, f.Me, "status = 'MANUAL'"); c != "" {
+		conds, args = append(conds, c), append(args, a...)
+	}
+	if f.Age != "" {
+		c, a := f.Age.cond(manualSinceSQL, now, sla)
+		conds, args = append(conds, c), append(args, a...)
+	}
 	return strings.Join(conds, " AND "), args
 }
 
@@ -197,7 +273,7 @@ func (s *Store) CountTasks(ctx context.Context, f TaskFilter, limit int) (n int6
 	if err := s.checkFilter(f); err != nil {
 		return 0, false, err
 	}
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	if statuses := f.statuses(); statuses != nil {
 		if len(statuses) == 0 {
 			return 0, false, nil
@@ -234,7 +310,7 @@ func (s *Store) ListTasks(ctx context.Context, f TaskFilter, after Cursor, oldes
 		limit = TaskPageSize
 	}
 	db := s.R.WithContext(ctx)
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	dir, cmp := "DESC", "<"
 	if oldestFirst {
 		dir, cmp = "ASC", ">"
@@ -307,6 +383,7 @@ func (s *Store) Task(ctx context.Context, id int64) (*ChainTask, error) {
 	if t.AttemptLog == nil {
 		t.AttemptLog = []TaskAttempt{}
 	}
+	t.Retry = s.RetryOf(t.ReleaseTask)
 	return &t, nil
 }
 
@@ -355,6 +432,10 @@ func (f TaskFilter) rerunFilter() ([]TaskStatus, error) {
 		}
 		statuses = []TaskStatus{TaskRetry}
 	}
+	if f.Age != "" {
+		// Validate made sure MANUAL is among them.
+		statuses = []TaskStatus{TaskManual}
+	}
 	return statuses, nil
 }
 
@@ -378,6 +459,10 @@ func (f TaskFilter) OffersBulkRerun() bool {
 func BulkRerunTarget(f TaskFilter) string {
 	v := f.Values()
 	v.Del("type")
+	if f.Owner == OwnerMine {
+		// The audit says whose tasks they were, not "mine".
+		v.Set("owner", f.Me)
+	}
 	target := "tasks:" + string(f.Type)
 	if len(v) > 0 {
 		target += "?" + v.Encode()

@@ -91,8 +91,13 @@ type DiffTicket struct {
 	AutoClosed bool         `json:"auto_closed"`
 	Streak     int64        `json:"streak,omitempty"`
 	Reasons    string       `json:"reasons,omitempty"`
-	CreatedAt  time.Time    `json:"created_at"`
-	UpdatedAt  time.Time    `json:"updated_at"`
+	// Owner is the operator who took the ticket while it was open (""
+	// nobody), and OwnedSince when; see AssignTicket. It stays when the
+	// ticket is resolved, as history.
+	Owner      string     `json:"owner,omitempty"`
+	OwnedSince *time.Time `json:"owned_since,omitempty"`
+	CreatedAt  time.Time  `json:"created_at"`
+	UpdatedAt  time.Time  `json:"updated_at"`
 }
 
 // TableName is the ticket table.
@@ -494,13 +499,23 @@ type DiffFilter struct {
 	Statuses []string
 	Resource ResourceType
 	Sign     int
-	After    Cursor
-	Limit    int
+	// Owner keeps the open tickets of one owner, as TaskFilter.Owner does
+	// the MANUAL tasks; Me is who asks, for OwnerMine.
+	Owner string
+	Me    string
+	After Cursor
+	Limit int
 }
 
 // ListDiffs lists tickets newest first, by keyset on (created_at, id).
 func (s *Store) ListDiffs(ctx context.Context, f DiffFilter) ([]DiffTicket, error) {
+	if err := ValidOwnerFilter(f.Owner, f.Me); err != nil {
+		return nil, err
+	}
 	q := s.R.WithContext(ctx).Model(&DiffTicket{})
+	if c, a := ownerWhere(f.Owner, f.Me, "status <> '"+DiffResolved+"'"); c != "" {
+		q = q.Where(c, a...)
+	}
 	if len(f.Statuses) > 0 {
 		q = q.Where("status IN ?", f.Statuses)
 	}

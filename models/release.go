@@ -177,7 +177,7 @@ type ReleaseResult struct {
 // released: DONE, counted as DUPLICATE), the conditional update is applied,
 // and the attempt is recorded. A failure is then classified: permanent ones
 // (LOCKED_SHORT, STATE_MISMATCH, NOT_FOUND) go MANUAL at once, transient ones
-// retry on RetrySchedule until MaxFailures.
+// retry on the retry policy of the task's type and the failure's class.
 func (s *Store) ReleaseTask(ctx context.Context, t ReleaseTask, worker string) (ReleaseResult, error) {
 	if t.LeaseToken == "" {
 		return ReleaseResult{}, fmt.Errorf("release task %d: it was not claimed", t.ID)
@@ -895,25 +895,32 @@ func (s *Store) failIn(tx *gorm.DB, t ReleaseTask, worker string, start time.Tim
 }
 
 // fail records one failed try of t, the task's row as read under lock in
-// tx, fenced by its lease token: failures + 1, a retry after
-// RetryDelay(failures) from retryFrom, or MANUAL when the class is
-// permanent or the failures reach MaxFailures (class RETRY_EXHAUSTED, the
+// tx, fenced by its lease token: failures + 1, a retry after the
+// failure's retry policy's delay from retryFrom, or MANUAL when the class
+// is permanent or the failures reach the policy's tries (RETRY_EXHAUSTED, the
 // last error's class kept in last_error_class); the lease ends, and an
 // attempt row says what happened.
 func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass, retryable bool, msg string,
 	start, retryFrom, now time.Time) (ReleaseResult, error) {
 	failures := t.Failures + 1
-	status, next, outcome, taskClass := TaskRetry, retryFrom.Add(RetryDelay(failures)), OutcomeRetry, class
+	policy := s.retry.of(t.ResourceType, class)
+	status, next, outcome, taskClass := TaskRetry, retryFrom.Add(policy.Delay(failures)), OutcomeRetry, class
 	switch {
 	case !retryable:
 		status, next, outcome = TaskManual, now, OutcomeManual
-	case failures >= MaxFailures:
+	case failures >= policy.Tries:
 		status, next, outcome, taskClass = TaskManual, now, OutcomeManual, ClassRetryExhausted
 	}
+	// The task was PENDING or RETRY, so it has no manual_since (a rerun
+	// cleared it): set when it goes MANUAL, left NULL when it retries.
+	var manualSince *time.Time
+	if status == TaskManual {
+		manualSince = &now
+	}
 	res := tx.Exec(`UPDATE release_tasks SET status = ?, failures = ?, next_at = ?, last_error = ?, error_class = ?,
-		last_error_class = ?, lease_until = NULL, lease_token = '', updated_at = ?
+		last_error_class = ?, lease_until = NULL, lease_token = '', updated_at = ?, manual_since = ?
 		WHERE id = ? AND lease_token = ? AND status IN ('PENDING','RETRY')`,
-		status, failures, next, msg, taskClass, class, now, t.ID, t.LeaseToken)
+		status, failures, next, msg, taskClass, class, now, manualSince, t.ID, t.LeaseToken)
 	if res.Error != nil {
 		return ReleaseResult{}, res.Error
 	}
@@ -1044,14 +1051,17 @@ func RerunReason(reason string) (string, error) {
 
 // rerunSet is the SET list of a rerun: the task is due now with trigger
 // RERUN and a fresh failure budget, and a RETRY_EXHAUSTED class goes back
-// to the last error's, since its "8 of 8 failed" no longer holds.
+// to the last error's, since its "8 of 8 failed" no longer holds. It
+// leaves the manual queue, so its age there ends.
 const rerunSet = `status = 'PENDING', next_at = ?, failures = 0, trigger_type = 'RERUN', rerun_by = ?, rerun_reason = ?,
-	error_class = CASE WHEN error_class = 'RETRY_EXHAUSTED' THEN last_error_class ELSE error_class END, updated_at = ?`
+	error_class = CASE WHEN error_class = 'RETRY_EXHAUSTED' THEN last_error_class ELSE error_class END, updated_at = ?,
+	manual_since = NULL`
 
 // Rerun makes the RETRY or MANUAL tasks of one resource type of one order due
 // now, with trigger RERUN, and audits it. It never releases anything itself:
 // the worker does, and the ledger's unique key still decides. It returns how
-// many tasks it made due, or ErrNothingToRerun.
+// many tasks it made due, or ErrNothingToRerun; when any of them needs
+// approval, ErrNeedsApproval and nothing is made due.
 func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor, reason string) (int64, error) {
 	if _, err := s.ParseType(string(t)); err != nil {
 		return 0, err
@@ -1074,19 +1084,27 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 		if err != nil {
 			return err
 		}
-		if _, err := s.countLostTries(tx, held, now); err != nil {
-			return err
+		var need []int64
+		for _, task := range held {
+			if s.approval.needs(task) {
+				need = append(need, task.ID)
+			}
 		}
-		// A task a worker holds is made due too: the worker takes trigger
-		// and note from the row when it finishes (ReleaseTask), not its copy.
-		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+`
-			WHERE id IN (SELECT id FROM release_tasks
-				WHERE order_no = ? AND resource_type = ? AND status IN ('RETRY','MANUAL') ORDER BY id`+s.forUpdate()+`)
-			AND status IN ('RETRY','MANUAL')`, now, actor, reason, now, orderNo, t)
-		if res.Error != nil {
-			return res.Error
+		if len(need) > 0 {
+			// All or nothing: an order's tasks of a type are one rerun.
+			return fmt.Errorf("%w: order %s, %s task(s) %s", ErrNeedsApproval, orderNo, t, idList(need))
 		}
-		n = res.RowsAffected
+		// Exactly the locked tasks checked above are made due: a task that
+		// turned RETRY or MANUAL since that read (PostgreSQL reads each
+		// statement afresh) was not checked for approval. A task a worker
+		// holds is made due too: the worker takes trigger and note from the
+		// row when it finishes (ReleaseTask), not its copy.
+		if len(held) > 0 {
+			if err := s.makeDue(tx, held, actor, reason, now); err != nil {
+				return err
+			}
+		}
+		n = int64(len(held))
 		if n == 0 {
 			if _, err := orderStatus(tx, orderNo); err != nil {
 				return err
@@ -1097,9 +1115,16 @@ func (s *Store) Rerun(ctx context.Context, orderNo string, t ResourceType, actor
 			Outcome: "ok", Detail: fmt.Sprintf("%d task(s) made due", n), CreatedAt: now}).Error
 	})
 	if err != nil {
-		if errors.Is(err, ErrNothingToRerun) {
+		detail := ""
+		switch {
+		case errors.Is(err, ErrNothingToRerun):
+			detail = "nothing to rerun"
+		case errors.Is(err, ErrNeedsApproval):
+			detail = "needs approval"
+		}
+		if detail != "" {
 			aerr := s.W.WithContext(ctx).Create(&AuditEntry{Actor: actor, Action: "rerun", Target: target, Reason: reason,
-				Outcome: "refused", Detail: "nothing to rerun", CreatedAt: s.Now()}).Error
+				Outcome: "refused", Detail: detail, CreatedAt: s.Now()}).Error
 			if aerr != nil {
 				s.log.Error("audit refused rerun", slog.String("target", target), slog.Any("err", aerr))
 			}

@@ -42,6 +42,7 @@ type remoteOpts struct {
 	// declared strict: false
 	unstrict bool
 	faults   models.FaultFunc
+	retry    []models.RetryPolicy // the store's retry policies besides the default
 }
 
 // newRemoteEnv opens a store on d with sku-1 (10 in stock) and the
@@ -56,7 +57,9 @@ func newRemoteEnv(t *testing.T, d models.Dialect, o remoteOpts) remoteEnv {
 		t.Fatal(err)
 	}
 	clock := modelstest.NewClock()
-	s := modelstest.Open(t, d, remoteStoreOptions(clock, client, o.faults))
+	opt := remoteStoreOptions(clock, client, o.faults)
+	opt.Retry = o.retry
+	s := modelstest.Open(t, d, opt)
 	e := remoteEnv{bundle: bundle{s: s, clock: clock, ctx: t.Context(), svc: svc}, client: client}
 	must(t, func() error { _, err := s.SetStock(e.ctx, "sku-1", 10, 0, "test"); return err })
 	for _, k := range []string{"card-1", "card-2", "card-3"} {

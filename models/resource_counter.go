@@ -92,6 +92,23 @@ func (c *counter) keyArgs(key string) []any {
 	return []any{key}
 }
 
+// fixedCond is the condition on the counter's fixed column (an account's
+// asset, a declared type's name) to follow a condition on its keys, or "".
+func (c *counter) fixedCond() string {
+	if c.fixedCol != "" {
+		return " AND " + c.fixedCol + " = ?"
+	}
+	return ""
+}
+
+// keysArgs are the arguments of "key IN ?" followed by fixedCond.
+func (c *counter) keysArgs(keys []string) []any {
+	if c.fixedCol != "" {
+		return []any{keys, c.fixedVal}
+	}
+	return []any{keys}
+}
+
 // lock reads one row for update; found is false when there is no row.
 func (c *counter) lock(tx *gorm.DB, key string) (counterRow, bool, error) {
 	return c.row(tx, key, c.s.forUpdate())

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -78,8 +79,11 @@ func (r *remoteResource) UserKeyed() bool { return false }
 
 func (r *remoteResource) Side() string { return "" }
 
-// Page is "": a remote key's amounts live in its service.
-func (r *remoteResource) Page(string) string { return "" }
+// Page is the key's page: its ledger of calls, who holds it, and what its
+// service says when asked (its amounts live in the service).
+func (r *remoteResource) Page(key string) string {
+	return "/resources/" + string(r.typ) + "/" + url.PathEscape(key)
+}
 
 // Ledger is remote_flows narrowed to the type; a row's status is the
 // service's answer. The type is a checked name (ValidTypeName), safe to

@@ -55,6 +55,14 @@ func appendOnlyTables(t *testing.T, b bundle) []string {
 func withEveryFlow(t *testing.T, b bundle) {
 	t.Helper()
 	withLocalFlows(t, b)
+	// Notes on tasks and tickets (00032, unless the test stopped
+	// migrating before it).
+	if b.s.W.Migrator().HasTable("item_notes") {
+		must(t, func() error {
+			return b.s.W.Exec(`INSERT INTO item_notes (item_kind, item_id, order_no, author, text, created_at)
+				VALUES ('task', 1, 'o-1', 'test', 'a note', ?)`, b.clock.Now()).Error
+		})
+	}
 	// No remote type is registered, so its ledger of calls (00021, unless
 	// the test stopped migrating before it) gets an order's LOCK and
 	// RELEASE rows as the remote resource writes them.
@@ -132,7 +140,7 @@ func TestSQLiteReplaceCannotDeleteAppendOnlyRows(t *testing.T) {
 	t.Cleanup(func() { _ = raw.Close() })
 	for _, table := range appendOnlyTables(t, b) {
 		cols := columns(t, b, table)
-		keyed := table != "audit_log" // the ledgers' unique key; audit rows have only their id
+		keyed := table != "audit_log" && table != "item_notes" // the ledgers' unique key; audit rows and notes have only their id
 		for name, db := range map[string]*sql.DB{"ours": ours, "raw": raw} {
 			before := rowState(t, db, table)
 			for _, verb := range []string{"INSERT OR REPLACE", "REPLACE"} {

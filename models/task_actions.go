@@ -24,6 +24,10 @@ const MaxRerunIDs = 200
 type TaskRerun struct {
 	Made    []int64       `json:"made"`
 	Changed []ReleaseTask `json:"changed"`
+	// NeedApproval are the ticked tasks left as they were because their
+	// rerun needs a second person (RequestApproval): a bulk rerun never
+	// makes them due.
+	NeedApproval []int64 `json:"need_approval,omitempty"`
 }
 
 // TaskTarget is the audit target of one task.
@@ -32,7 +36,8 @@ func TaskTarget(id int64) string { return "task:" + strconv.FormatInt(id, 10) }
 // RerunTask makes one RETRY or MANUAL task due now, as Rerun does for an
 // order's tasks of one type: a compare-and-set on the status, with the
 // operator's reason, audited on the task. A task in another status is
-// ErrNothingToRerun (audited as refused); a missing one ErrNotFound.
+// ErrNothingToRerun (audited as refused); a missing one ErrNotFound; one
+// whose rerun needs approval ErrNeedsApproval (audited as refused).
 func (s *Store) RerunTask(ctx context.Context, id int64, actor, reason string) error {
 	if id <= 0 {
 		return fmt.Errorf("%w: a task id is a positive whole number, not %d", ErrInvalid, id)
@@ -48,8 +53,10 @@ func (s *Store) RerunTask(ctx context.Context, id int64, actor, reason string) e
 // ErrInvalid and changes nothing.
 // It compares sets, not counts: the tasks that changed state since the
 // operator saw them are left as they are and returned in Changed; an id
-// that names no task is ErrNotFound and changes nothing. None left to
-// rerun is ErrNothingToRerun.
+// that names no task is ErrNotFound and changes nothing. A task whose
+// rerun needs approval is left as it is and returned in NeedApproval. None
+// left to rerun is ErrNeedsApproval when some need approval, else
+// ErrNothingToRerun.
 func (s *Store) RerunTasks(ctx context.Context, f TaskFilter, ids []int64, actor, reason string) (TaskRerun, error) {
 	if err := s.checkFilter(f); err != nil {
 		return TaskRerun{}, err
@@ -88,33 +95,33 @@ func (s *Store) rerunTasks(ctx context.Context, ids []int64, f *TaskFilter, acti
 			if f != nil && (t.ResourceType != f.Type || (f.OrderNo != "" && t.OrderNo != f.OrderNo) || (f.Key != "" && t.BizKey != f.Key)) {
 				return fmt.Errorf("%w: task %d is not one this filter lists", ErrInvalid, t.ID)
 			}
-			if t.Status.Rerunnable() {
+			switch {
+			case !t.Status.Rerunnable():
+				out.Changed = append(out.Changed, t)
+			case s.approval.needs(t):
+				out.NeedApproval = append(out.NeedApproval, t.ID)
+			default:
 				due = append(due, t)
 				out.Made = append(out.Made, t.ID)
-			} else {
-				out.Changed = append(out.Changed, t)
 			}
 		}
 		if len(due) == 0 {
+			if len(out.NeedApproval) > 0 {
+				refused = "needs approval: " + idList(out.NeedApproval)
+				return fmt.Errorf("%w: %s", ErrNeedsApproval, idList(out.NeedApproval))
+			}
 			refused = "nothing to rerun: " + statusList(out.Changed)
 			return fmt.Errorf("%w: %s", ErrNothingToRerun, statusList(out.Changed))
 		}
-		// A try whose lease has already run out was made before this
-		// rerun: counted first, it falls in the budget the rerun resets.
-		if _, err := s.countLostTries(tx, due, now); err != nil {
+		if err := s.makeDue(tx, due, actor, reason, now); err != nil {
 			return err
 		}
-		res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+` WHERE id IN ? AND status IN ('RETRY','MANUAL')`,
-			now, actor, reason, now, out.Made)
-		if res.Error != nil {
-			return res.Error
-		}
-		if res.RowsAffected != int64(len(out.Made)) {
-			// The rows are locked (PostgreSQL) or the writer is alone (SQLite).
-			return fmt.Errorf("rerun made %d of %d locked task(s) due", res.RowsAffected, len(out.Made))
+		detail := fmt.Sprintf("%d task(s) made due", len(out.Made))
+		if len(out.NeedApproval) > 0 {
+			detail += "; left for approval: " + idList(out.NeedApproval)
 		}
 		return tx.Create(&AuditEntry{Actor: actor, Action: action, Target: target, Reason: reason, Outcome: "ok",
-			Detail: fmt.Sprintf("%d task(s) made due", len(out.Made)), CreatedAt: now}).Error
+			Detail: detail, CreatedAt: now}).Error
 	})
 	if err != nil {
 		if refused != "" {
@@ -124,9 +131,42 @@ func (s *Store) rerunTasks(ctx context.Context, ids []int64, f *TaskFilter, acti
 				s.log.Error("audit refused rerun", slog.String("target", target), slog.Any("err", aerr))
 			}
 		}
-		return TaskRerun{Changed: out.Changed}, fmt.Errorf("rerun %s: %w", target, err)
+		return TaskRerun{Changed: out.Changed, NeedApproval: out.NeedApproval}, fmt.Errorf("rerun %s: %w", target, err)
 	}
 	return out, nil
+}
+
+// makeDue makes the locked tasks due, all still RETRY or MANUAL: the SET
+// of a rerun, with the rerun's actor and reason.
+func (s *Store) makeDue(tx *gorm.DB, due []ReleaseTask, actor, reason string, now time.Time) error {
+	// A try whose lease has already run out was made before this
+	// rerun: counted first, it falls in the budget the rerun resets.
+	if _, err := s.countLostTries(tx, due, now); err != nil {
+		return err
+	}
+	ids := make([]int64, len(due))
+	for i, t := range due {
+		ids[i] = t.ID
+	}
+	res := tx.Exec(`UPDATE release_tasks SET `+rerunSet+` WHERE id IN ? AND status IN ('RETRY','MANUAL')`,
+		now, actor, reason, now, ids)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != int64(len(ids)) {
+		// The rows are locked (PostgreSQL) or the writer is alone (SQLite).
+		return fmt.Errorf("rerun made %d of %d locked task(s) due", res.RowsAffected, len(ids))
+	}
+	return nil
+}
+
+// idList names task ids: "#3, #4".
+func idList(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "#" + strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // rerunIDs checks a rerun's ids: 1 to MaxRerunIDs positive ids; repeats
@@ -182,6 +222,8 @@ var (
 // that worker's call may be landing. Nothing is released; the audit keeps
 // who and why. The task no longer counts as unfinished, so reconciliation
 // finds its key holding more than expected and opens a ticket naming it.
+// A task whose abandon needs approval is ErrNeedsApproval (audited as
+// refused): RequestApproval makes it a request.
 func (s *Store) AbandonTask(ctx context.Context, id int64, actor, reason string) error {
 	if id <= 0 {
 		return fmt.Errorf("%w: a task id is a positive whole number, not %d", ErrInvalid, id)
@@ -201,22 +243,15 @@ func (s *Store) AbandonTask(ctx context.Context, id int64, actor, reason string)
 		if err := take(tx.Raw(`SELECT * FROM release_tasks WHERE id = ?`+s.forUpdate(), id), &t, fmt.Sprintf("task %d", id)); err != nil {
 			return err
 		}
-		switch {
-		case !t.Status.Rerunnable():
-			refused = fmt.Sprintf("task is %s", t.Status)
-		case t.LeaseUntil != nil && t.LeaseUntil.After(now):
-			refused = fmt.Sprintf("worker %s is trying it until %s", t.LeaseOwner, t.LeaseUntil.UTC().Format(time.RFC3339))
-		}
-		if refused != "" {
+		if refused = abandonRefusal(t, now); refused != "" {
 			return fmt.Errorf("%w: task %d: %s", ErrTaskNotAbandonable, id, refused)
 		}
-		res := tx.Exec(`UPDATE release_tasks SET status = 'ABANDONED', lease_token = '', lease_until = NULL, updated_at = ?
-			WHERE id = ? AND status IN ('RETRY','MANUAL')`, now, id)
-		if res.Error != nil {
-			return res.Error
+		if s.approval.needs(t) {
+			refused = "needs approval"
+			return fmt.Errorf("%w: task %d: its abandon needs a second person; request it", ErrNeedsApproval, id)
 		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("abandon of locked task %d changed %d rows", id, res.RowsAffected)
+		if err := abandonIn(tx, t, now); err != nil {
+			return err
 		}
 		return tx.Create(&AuditEntry{Actor: actor, Action: "abandon_task", Target: target, Reason: reason, Outcome: "ok",
 			Detail: fmt.Sprintf("was %s; nothing released", t.Status), CreatedAt: now}).Error
@@ -230,6 +265,31 @@ func (s *Store) AbandonTask(ctx context.Context, id int64, actor, reason string)
 			}
 		}
 		return fmt.Errorf("abandon task %d: %w", id, err)
+	}
+	return nil
+}
+
+// abandonRefusal says why the locked task t cannot be abandoned now, or "".
+func abandonRefusal(t ReleaseTask, now time.Time) string {
+	switch {
+	case !t.Status.Rerunnable():
+		return fmt.Sprintf("task is %s", t.Status)
+	case t.LeaseUntil != nil && t.LeaseUntil.After(now):
+		return fmt.Sprintf("worker %s is trying it until %s", t.LeaseOwner, t.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// abandonIn ends the locked task t, which abandonRefusal let pass, as
+// ABANDONED.
+func abandonIn(tx *gorm.DB, t ReleaseTask, now time.Time) error {
+	res := tx.Exec(`UPDATE release_tasks SET status = 'ABANDONED', lease_token = '', lease_until = NULL, updated_at = ?
+		WHERE id = ? AND status IN ('RETRY','MANUAL')`, now, t.ID)
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("abandon of locked task %d changed %d rows", t.ID, res.RowsAffected)
 	}
 	return nil
 }
@@ -259,7 +319,7 @@ func (s *Store) RerunnableTasks(ctx context.Context, f TaskFilter) ([]ReleaseTas
 	if err != nil {
 		return nil, false, err
 	}
-	cond, args := f.where(s.Now())
+	cond, args := s.taskWhere(f)
 	var tasks []ReleaseTask
 	err = s.R.WithContext(ctx).Where("status IN ?", statuses).Where(cond, args...).Order("created_at, id").
 		Limit(MaxRerunIDs + 1).Find(&tasks).Error

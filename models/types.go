@@ -319,21 +319,15 @@ const (
 	OutcomeManual    = "MANUAL"
 )
 
-// RetrySchedule is the wait after the 1st, 2nd, ... transient failure; the
-// last entry repeats. MaxFailures failures send a task to MANUAL.
+// RetrySchedule is the default retry policy's wait after the 1st, 2nd, ...
+// transient failure; the last entry repeats. MaxFailures failures send a
+// task to MANUAL. Options.RetryDefault and Options.Retry change them.
 var RetrySchedule = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
 
 // MaxFailures is how many transient failures (crashes included) a task may
 // have since its last rerun before MANUAL.
 const MaxFailures = 8
 
-// RetryDelay is the wait after the n-th consecutive failure (n from 1).
-func RetryDelay(n int) time.Duration {
-	if n < 1 {
-		n = 1
-	}
-	if n > len(RetrySchedule) {
-		n = len(RetrySchedule)
-	}
-	return RetrySchedule[n-1]
-}
+// RetryDelay is the default policy's wait after the n-th consecutive
+// failure (n from 1).
+func RetryDelay(n int) time.Duration { return DefaultRetryPolicy.Delay(n) }

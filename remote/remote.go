@@ -415,8 +415,14 @@ type Holds struct {
 // Holds asks the service how much of key it holds. ErrNoHolds: the service
 // does not offer it.
 func (c *Client) Holds(ctx context.Context, key string) (Holds, error) {
-	if key == "" {
+	switch key {
+	case "":
 		return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassRejected, Message: "not sent: key is empty"}
+	case ".", "..":
+		// A dot segment is resolved away by servers and proxies (/holds/..
+		// is /), and their answer would be about another path.
+		return Holds{}, &Error{Type: c.typ, Op: opHolds, Class: ClassRejected,
+			Message: fmt.Sprintf("not sent: key %q cannot be a path segment of GET /holds/{key}", key)}
 	}
 	status, answer, err := c.do(ctx, opHolds, http.MethodGet, "/holds/"+url.PathEscape(key), nil, "")
 	if err != nil {

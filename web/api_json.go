@@ -201,6 +201,12 @@ func (s *server) classify(c *echo.Context, err error) (int, errorDetail) {
 			status = http.StatusBadRequest
 		case errors.Is(err, models.ErrNotFound), errors.Is(err, models.ErrResourceNotFound), errors.Is(err, models.ErrLineNotFound):
 			status = http.StatusNotFound
+		case errors.Is(err, models.ErrBadAssignee):
+			// The body is well formed; the name in it cannot take the item.
+			status = http.StatusUnprocessableEntity
+		case errors.Is(err, models.ErrOwnRequest), errors.Is(err, models.ErrApproverRole):
+			// The request is someone's to decide, not this person's.
+			status = http.StatusForbidden
 		case errors.Is(err, models.ErrUserLimit):
 			// The message says when the limit frees.
 			status = http.StatusTooManyRequests

@@ -134,10 +134,10 @@ func (s *server) apiOrderChain(c *echo.Context) error {
 }
 
 // apiTasks is GET /api/v1/tasks: the task list's filter (status,
-// repeatable; type, class, older, order, key, from, to, due) and sort, a
-// page at a time.
+// repeatable; type, class, older, order, key, from, to, due, age) and
+// sort, a page at a time.
 func (s *server) apiTasks(c *echo.Context) error {
-	f, oldestFirst, after, err := s.parseTaskQuery(c.QueryParams(), nil)
+	f, order, after, err := s.parseTaskQuery(c.QueryParams(), nil, actor(c))
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *server) apiTasks(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListTasks(c.Request().Context(), f, after, oldestFirst, limit)
+	page, err := s.listTasks(c.Request().Context(), f, order, after, limit)
 	if err != nil {
 		return err
 	}
@@ -163,7 +163,17 @@ func (s *server) apiTask(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(http.StatusOK, t)
+	ns, err := s.store.Notes(c.Request().Context(), models.ItemTask, id)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, taskView{ChainTask: t, Notes: ns})
+}
+
+// taskView is one task with its attempts and its notes.
+type taskView struct {
+	*models.ChainTask
+	Notes []models.Note `json:"notes"`
 }
 
 // apiLedger is GET /api/v1/ledgers/:type: one page of a registered type's
@@ -192,7 +202,7 @@ func (s *server) apiLedger(c *echo.Context) error {
 // ticket list (status, repeatable, OPEN and ACKED when absent; resource;
 // sign), newest first.
 func (s *server) apiReconTickets(c *echo.Context) error {
-	_, dq, err := s.parseReconFilter(c.QueryParams())
+	_, dq, err := s.parseReconFilter(c.QueryParams(), actor(c))
 	if err != nil {
 		return err
 	}

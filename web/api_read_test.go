@@ -166,8 +166,12 @@ func TestAPITasks(t *testing.T) {
 			t.Fatalf("DONE tasks = %+v", done)
 		}
 		id := done.Items[0].ID
-		task := must[models.ChainTask](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), "")
-		if task.ID != id || task.Status != models.TaskDone || len(task.AttemptLog) != 1 || task.AttemptLog[0].Outcome != models.OutcomeDone {
+		task := must[struct {
+			models.ChainTask
+			Notes []models.Note `json:"notes"`
+		}](t, b, http.StatusOK, http.MethodGet, "/api/v1/tasks/"+strconv.FormatInt(id, 10), "")
+		if task.ID != id || task.Status != models.TaskDone || len(task.AttemptLog) != 1 || task.AttemptLog[0].Outcome != models.OutcomeDone ||
+			task.Notes == nil {
 			t.Fatalf("task %d = %+v", id, task)
 		}
 		wantError(t, b.call(http.MethodGet, "/api/v1/tasks/999", ""), http.StatusNotFound, "NOT_FOUND")

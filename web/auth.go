@@ -54,6 +54,7 @@ func (g gate) String() string {
 // principal is who sent a request: a signed-in user or an API token.
 type principal struct {
 	Name    string // audit actor: the user's name, or "token:<name>"
+	Person  string // the user behind it: the user's name, or the token's creator
 	Role    auth.Role
 	UserID  int64  // 0 for a token
 	Session string // the session cookie's token; "" for a token
@@ -116,7 +117,7 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 				t, err := s.auth.AuthenticateToken(ctx, tok)
 				switch {
 				case err == nil:
-					p = &principal{Name: "token:" + t.Name, Role: t.Role}
+					p = &principal{Name: "token:" + t.Name, Person: t.CreatedBy, Role: t.Role}
 				case !errors.Is(err, auth.ErrNoSession):
 					return err
 				}
@@ -129,7 +130,7 @@ func (s *server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			u, _, renewed, err := s.auth.SessionUser(ctx, ck.Value, s.sessions)
 			switch {
 			case err == nil:
-				p = &principal{Name: u.Name, Role: u.Role, UserID: u.ID, Session: ck.Value}
+				p = &principal{Name: u.Name, Person: u.Name, Role: u.Role, UserID: u.ID, Session: ck.Value}
 				if renewed != "" {
 					p.Session = renewed
 					s.setSessionCookie(c, renewed)

@@ -72,6 +72,14 @@ func afterParam(of string) apiParam {
 	return apiParam{Name: "after", Desc: "the next of the previous page (" + of + "); absent for the first page", Schema: textSchema}
 }
 
+// ageParam is a list's age bucket of the manual queue: what of its items
+// have waited how long since they began to wait (since).
+func ageParam(items, since string) apiParam {
+	return apiParam{Name: "age", Desc: "only " + items + " of one age bucket, counted since they " + since +
+		": lt_1h (under an hour and within the SLA), lt_sla (an hour or more, within it), past_sla (waited the -manual-sla or longer)",
+		Schema: enumSchema(models.ManualAges)}
+}
+
 func sortParam() apiParam {
 	return apiParam{Name: "sort", Desc: "new (newest created first, the default) or old",
 		Schema: map[string]any{"type": "string", "enum": []string{"new", "old"}}}
@@ -87,8 +95,9 @@ var pathParams = map[string]apiParam{
 	"uid":         {Desc: "the user", Schema: keySchema, Example: "u1"},
 	"activity_id": {Desc: "the activity", Schema: keySchema, Example: "act-1"},
 	"slot_id":     {Desc: "the seat or time slot", Schema: keySchema, Example: "seat-1"},
-	"id":          {Desc: "the release task's id", Schema: idSchema, Example: "1"},
+	"id":          {Desc: "the release task's id (under /tasks), or the approval request's (under /approvals)", Schema: idSchema, Example: "1"},
 	"return_id":   {Desc: "the return's id, as its POST .../returns named it", Schema: keySchema, Example: "ret-1"},
+	"ticket_id":   {Desc: "the reconciliation ticket's id", Schema: idSchema, Example: "1"},
 }
 
 // apiOps documents every route of the API, by routeKey.
@@ -178,15 +187,42 @@ var apiOps = map[string]apiOp{
 			{Name: "from", Desc: "created at or after this time (RFC 3339)", Schema: timeSchema},
 			{Name: "to", Desc: "created before this time (RFC 3339)", Schema: timeSchema},
 			{Name: "due", Desc: "1: only PENDING and RETRY tasks whose next try has come", Schema: map[string]any{"type": "string", "enum": []string{"1"}}},
-			sortParam(), afterParam("a (created_at, id) cursor"), limitParam(models.TaskPageSize, maxListLimit),
+			ownerParam("MANUAL tasks"),
+			ageParam("MANUAL tasks", "went MANUAL"),
+			{Name: "sort", Desc: "new (newest created first, the default), old, or age (MANUAL tasks only: longest waiting since they went MANUAL first; after is then that instant's cursor)",
+				Schema: map[string]any{"type": "string", "enum": []string{"new", "old", "age"}}},
+			afterParam("a (created_at, id) cursor"), limitParam(models.TaskPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.ReleaseTask]{}, Errors: []int{400}},
-	"GET /api/v1/tasks/:id": {Summary: "Read one release task and every attempt at it, oldest first",
-		Status: http.StatusOK, Resp: models.ChainTask{}, Errors: []int{400, 404}},
-	"POST /api/v1/tasks/:id/rerun": {Summary: "Make one RETRY or MANUAL task due now (202), with a reason; 409 NOTHING_TO_RERUN in any other status",
+	"GET /api/v1/tasks/:id": {Summary: "Read one release task, every attempt at it and its notes, oldest first; owner is who took it while it was MANUAL (kept as history after)",
+		Status: http.StatusOK, Resp: taskView{}, Errors: []int{400, 404}},
+	"POST /api/v1/tasks/:id/assign": {Summary: "Take (to: yourself), hand over (to: an enabled operator or admin) or let go (to: null) of a MANUAL task. A compare-and-set: from is who you believe has it (omitted or null: nobody), so a blind call never takes another's task; when the owner is not from, nothing changes and 409 TAKEN names who has it now. 409 NOT_OPEN when the task is not MANUAL; 422 BAD_ASSIGNEE for a viewer, a disabled or an unknown user. An API token takes as token:<name>",
+		Body: assignDoc{}, Status: http.StatusOK, Resp: ownerView{}, Errors: []int{400, 404, 409, 415, 422}},
+	"POST /api/v1/tasks/:id/notes": {Summary: "Append a note to a task (any status): text of 1 to 4096 bytes of UTF-8; notes are never changed or deleted",
+		Body: noteBody{}, Status: http.StatusCreated, Resp: models.Note{}, Errors: []int{400, 404, 415}},
+	"GET /api/v1/recon/tickets/:ticket_id": {Summary: "Read one reconciliation ticket, its owner and its notes, oldest first",
+		Status: http.StatusOK, Resp: ticketView{}, Errors: []int{400, 404}},
+	"POST /api/v1/recon/tickets/:ticket_id/assign": {Summary: "Take, hand over or let go of a ticket not yet resolved, as POST /api/v1/tasks/{id}/assign does a task",
+		Body: assignDoc{}, Status: http.StatusOK, Resp: ownerView{}, Errors: []int{400, 404, 409, 415, 422}},
+	"POST /api/v1/recon/tickets/:ticket_id/notes": {Summary: "Append a note to a ticket (any status), as POST /api/v1/tasks/{id}/notes does to a task",
+		Body: noteBody{}, Status: http.StatusCreated, Resp: models.Note{}, Errors: []int{400, 404, 415}},
+	"POST /api/v1/tasks/:id/rerun": {Summary: "Make one RETRY or MANUAL task due now (202), with a reason; 409 NOTHING_TO_RERUN in any other status, NEEDS_APPROVAL when its rerun needs a second person (request it: POST /api/v1/tasks/{id}/requests)",
 		Body: rerunBody{}, Status: http.StatusAccepted, Resp: rerunView{}, Errors: []int{400, 404, 409, 415}},
-	"POST /api/v1/tasks/:id/abandon": {Summary: "End a RETRY or MANUAL task no worker is trying as ABANDONED, with a reason: nothing is released, and reconciliation then opens a ticket for what it left held",
+	"POST /api/v1/tasks/:id/abandon": {Summary: "End a RETRY or MANUAL task no worker is trying as ABANDONED, with a reason: nothing is released, and reconciliation then opens a ticket for what it left held; 409 NEEDS_APPROVAL when its abandon needs a second person (request it: POST /api/v1/tasks/{id}/requests)",
 		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ChainTask{}, Errors: []int{400, 404, 409, 415}},
+	"POST /api/v1/tasks/:id/requests": {Summary: "Request a rerun or an abandon of a task that needs approval (a balance, points or approval: true task at or above -approval-threshold; its rerun and abandon answer 409 NEEDS_APPROVAL): another operator, or admin for an abandon, approves it within 24 h. 201 with the request; 409 REQUEST_OPEN when one is open, APPROVAL_NOT_NEEDED when the task needs none; 403 APPROVER_ROLE for an abandon by a non-admin",
+		Body: requestBody{}, Status: http.StatusCreated, Resp: models.ApprovalRequest{}, Errors: []int{400, 403, 404, 409, 415}},
+	"GET /api/v1/approvals": {Summary: "List approval requests, pending first, newest first (at most 200); a PENDING request past its expiry reads EXPIRED",
+		Query: []apiParam{
+			{Name: "status", Desc: "one status, as read now", Schema: enumSchema(models.ApprovalStatuses)},
+		},
+		Status: http.StatusOK, Resp: approvalsView{}, Errors: []int{400}},
+	"GET /api/v1/approvals/:id": {Summary: "Read one approval request, with the task as it was when requested and the decision",
+		Status: http.StatusOK, Resp: models.ApprovalRequest{}, Errors: []int{400, 404}},
+	"POST /api/v1/approvals/:id/approve": {Summary: "Approve a request with a reason and, in the same transaction, rerun or abandon its task, if it is still as it was when requested. 403 OWN_REQUEST for the requester, APPROVER_ROLE for a non-admin approving an abandon; 409 TASK_CHANGED (the request is closed STALE, nothing done), REQUEST_EXPIRED, REQUEST_CLOSED",
+		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ApprovalRequest{}, Errors: []int{400, 403, 404, 409, 415}},
+	"POST /api/v1/approvals/:id/reject": {Summary: "Reject a request with a reason; the task is not changed. 403 OWN_REQUEST for the requester, APPROVER_ROLE for a non-admin rejecting an abandon; 409 REQUEST_CLOSED",
+		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ApprovalRequest{}, Errors: []int{400, 403, 404, 409, 415}},
 	"GET /api/v1/ledgers/:type": {Summary: "List one resource type's ledger rows, newest first, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "key", Desc: "only this key's rows (a coupon's: its id)", Schema: keySchema},
@@ -199,6 +235,10 @@ var apiOps = map[string]apiOp{
 			{Name: "resource", Desc: "a resource type"},
 			{Name: "sign", Desc: "1: actual above expected (a missed release); -1: below",
 				Schema: map[string]any{"type": "string", "enum": []string{"1", "-1"}}},
+			ownerParam("tickets not yet resolved"),
+			ageParam("unresolved tickets", "were opened"),
+			{Name: "sort", Desc: "new (newest first, the default) or age (oldest first)",
+				Schema: map[string]any{"type": "string", "enum": []string{"new", "age"}}},
 			afterParam("a ticket id"), limitParam(models.DiffPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.DiffTicket]{}, Errors: []int{400}},

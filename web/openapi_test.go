@@ -37,14 +37,21 @@ func openAPIDoc(t *testing.T, b bundle) map[string]any {
 var docParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
 // seedReads is seedShop with held-1 closed (its release tasks, the first
-// of them task 1, not yet run) and one reconciliation run.
+// of them task 1, not yet run) and one reconciliation run, which opened
+// ticket 1.
 func seedReads(t *testing.T, b bundle) {
 	t.Helper()
 	seedShop(t, b)
 	_, err := b.s.CloseOrder(b.ctx, "held-1", models.TriggerUserCancel, "test")
 	try(t, "close held-1", err)
+	// A hand edit of sku-1, so the run opens ticket 1 for the reads of a
+	// ticket to find.
+	try(t, "hand edit", b.s.W.Exec(`UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-1'`).Error)
 	_, err = b.s.RunReconciliation(b.ctx, models.ReconByAPI, "test")
 	try(t, "reconcile", err)
+	// Approval request 1, of a MANUAL balance task.
+	_, err = b.s.RequestApproval(b.ctx, moneyTask(t, b, "money-1", 300), models.ApprovalRerun, models.Decider{Name: "olga"}, "ticket 7")
+	try(t, "request", err)
 }
 
 // TestOpenAPIDocument holds the document to the router: every /api/v1

@@ -167,7 +167,7 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 		typ, query, _ := strings.Cut(rest, "?")
 		if v, err := url.ParseQuery(query); err == nil {
 			v.Set("type", typ)
-			if f, err := s.parseTaskFilter(v, nil); err == nil {
+			if f, err := s.parseTaskFilter(v, nil, ""); err == nil {
 				return tasksURL("/tasks", f)
 			}
 		}
@@ -190,8 +190,9 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 			return "/admin/tokens"
 		}
 	default:
-		// A declared counter's key: "<type>:<key>", with a page of its own.
-		if slices.Contains(s.counters, kind) && rest != "" {
+		// A declared counter's or a remote type's key: "<type>:<key>",
+		// with a page of its own.
+		if _, remote := s.store.RemoteService(models.ResourceType(kind)); (remote || slices.Contains(s.counters, kind)) && rest != "" {
 			return "/resources/" + url.PathEscape(kind) + "/" + url.PathEscape(rest)
 		}
 	}

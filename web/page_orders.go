@@ -214,6 +214,11 @@ func (s *server) orderChain(c *echo.Context) error {
 	}
 	v := s.chainView(ch, rec)
 	v.Print = c.QueryParam("print") != ""
+	notes, err := s.store.OrderNotes(ctx, no)
+	if err != nil {
+		return err
+	}
+	v.Notes = noteRows(notes, true)
 	return render(c, http.StatusOK, views.OrderChainPage(s.page(c, "orders.chain.title", "orders"), v))
 }
 
@@ -310,7 +315,7 @@ func (s *server) chainView(ch *models.Chain, rec models.ChainRecon) views.ChainV
 		if t := tasks[k]; t != nil {
 			r.Task, r.TaskOp, r.TaskID, r.TaskClass, r.TaskError = string(t.Status), string(t.Op), t.ID, string(t.ErrorClass), t.LastError
 			r.RerunBy, r.RerunReason = t.RerunBy, t.RerunReason
-			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, models.MaxFailures
+			r.TaskLastClass, r.TaskFailures, r.TaskMaxFailures = string(t.LastErrorClass), t.Failures, t.Retry.Tries
 			for _, a := range t.AttemptLog {
 				if a.Outcome == models.OutcomeDuplicate {
 					r.Duplicates++
@@ -446,7 +451,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 		t := rc.Task
 		rt := views.RerunTask{ID: t.ID, Key: t.BizKey, Qty: t.Qty, Status: string(t.Status), Class: string(t.ErrorClass),
 			LastErrorClass: string(t.LastErrorClass), LastError: t.LastError, Attempts: t.Attempts, Failures: t.Failures,
-			MaxFailures: models.MaxFailures, NextAt: t.NextAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
+			MaxFailures: s.store.RetryOf(t).Tries, NextAt: t.NextAt, RerunBy: t.RerunBy, RerunReason: t.RerunReason}
 		if f := rc.Released; f != nil {
 			rt.Ledger = &views.ChainRelease{FlowID: f.ID, Epoch: f.Epoch, Qty: f.Qty, Trigger: string(f.Trigger),
 				Actor: f.Actor, At: f.CreatedAt}
@@ -454,6 +459,7 @@ func (s *server) rerunPreview(c *echo.Context) error {
 			return err
 		}
 		v.Tasks = append(v.Tasks, rt)
+		v.NeedApproval = v.NeedApproval || s.store.NeedsApproval(t)
 	}
 	status := http.StatusOK
 	if len(v.Tasks) == 0 {
@@ -500,6 +506,8 @@ func (s *server) rerunSubmit(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.nothing", t.Code(string(typ))))
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, chain, false, t.Tf("orders.flash.needs_approval", t.Code(string(typ)), taskLinks(ids)))
 	case err != nil:
 		return s.orderNotFound(c, no, err)
 	}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"time"
@@ -50,6 +51,10 @@ func (s *server) overview(c *echo.Context) error {
 	if last != nil {
 		diffsAt, skipped = last.StartedAt, last.Skipped()
 	}
+	approvals, err := s.store.PendingApprovals(ctx)
+	if err != nil {
+		return err
+	}
 	failing := []models.TaskStatus{models.TaskRetry, models.TaskManual}
 	done := []models.TaskStatus{models.TaskDone}
 	v := views.OverviewView{
@@ -62,6 +67,7 @@ func (s *server) overview(c *echo.Context) error {
 		DiffsAt:       diffsAt,
 		DiffsSkipped:  skipped,
 		DayDuplicates: h.LastDay.Duplicates,
+		Approvals:     approvals,
 		Range:         string(rng),
 		LiveEvery:     views.LiveEvery,
 		BacklogURL:    tasksURL("/tasks", models.TaskFilter{Due: true}),
@@ -150,5 +156,30 @@ func (s *server) overview(c *echo.Context) error {
 	if v.Forwarded, err = s.forwardedBanner(ctx, isAdmin(c)); err != nil {
 		return err
 	}
+	if v.Ageing, err = s.overviewAgeing(ctx); err != nil {
+		return err
+	}
 	return render(c, http.StatusOK, views.OverviewPage(s.page(c, "overview.title", "overview"), v))
+}
+
+// overviewAgeing is the manual queue by age: MANUAL tasks and unresolved
+// tickets in their buckets, each count linking to a list of exactly its
+// items, longest waiting first.
+func (s *server) overviewAgeing(ctx context.Context) (views.OverviewAgeing, error) {
+	m, err := s.store.ManualAgeing(ctx)
+	if err != nil {
+		return views.OverviewAgeing{}, err
+	}
+	manual := []models.TaskStatus{models.TaskManual}
+	tasks := views.ManualQueueAges{Queue: "tasks", Oldest: m.Tasks.Oldest,
+		OldestURL: tasksURL("/tasks", models.TaskFilter{Statuses: manual}, "sort", string(sortAge))}
+	tickets := views.ManualQueueAges{Queue: "tickets", Oldest: m.Tickets.Oldest,
+		OldestURL: reconURL(views.ReconFilter{Sort: "age"}, "")}
+	for _, a := range models.ManualAges {
+		tasks.Buckets = append(tasks.Buckets, views.AgeBucketCount{ID: string(a), N: m.Tasks.N[a],
+			URL: tasksURL("/tasks", models.TaskFilter{Statuses: manual, Age: a}, "sort", string(sortAge))})
+		tickets.Buckets = append(tickets.Buckets, views.AgeBucketCount{ID: string(a), N: m.Tickets.N[a],
+			URL: reconURL(views.ReconFilter{Age: string(a), Sort: "age"}, "")})
+	}
+	return views.OverviewAgeing{SLA: m.SLA, Queues: []views.ManualQueueAges{tasks, tickets}}, nil
 }

@@ -30,9 +30,11 @@ const (
 var defaultDiffStatuses = []string{models.DiffOpen, models.DiffAcked}
 
 // parseReconFilter reads the ticket list's filter: status (repeatable;
-// OPEN and ACKED when absent), resource, sign (1 or -1) and after (the
-// keyset: the last ticket id shown).
-func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQuery, error) {
+// OPEN and ACKED when absent), resource, sign (1 or -1), owner (mine, me
+// being who asks; nobody; a name), age (a bucket of the manual queue),
+// sort (age: the oldest first) and after (the keyset: the last ticket id
+// shown).
+func (s *server) parseReconFilter(q url.Values, me string) (views.ReconFilter, models.DiffQuery, error) {
 	var f views.ReconFilter
 	dq := models.DiffQuery{Limit: models.DiffPageSize}
 	for _, v := range q["status"] {
@@ -66,14 +68,36 @@ func (s *server) parseReconFilter(q url.Values) (views.ReconFilter, models.DiffQ
 	default:
 		return f, dq, invalidf("sign must be 1 (actual above expected) or -1 (below), not %q", v)
 	}
+	if v := q.Get("age"); v != "" {
+		a, err := models.ParseManualAge(v)
+		if err != nil {
+			return f, dq, err
+		}
+		f.Age, dq.Age = v, a
+		if len(dq.KeptStatuses()) == 0 {
+			return f, dq, invalidf("an age keeps unresolved (OPEN or ACKED) tickets; this filter keeps none")
+		}
+	}
+	switch v := q.Get("sort"); v {
+	case "", "new":
+	case "age":
+		f.Sort, dq.OldestFirst = v, true
+	default:
+		return f, dq, invalidf("sort must be new or age, not %q", v)
+	}
 	if v := q.Get("after"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id <= 0 {
 			return f, dq, invalidf("after must be a ticket number from this list's next-page link, not %q", v)
 		}
-		dq.Before = id
+		if dq.OldestFirst {
+			dq.After = id
+		} else {
+			dq.Before = id
+		}
 	}
-	return f, dq, nil
+	f.Owner, dq.Owner, dq.Me = q.Get("owner"), q.Get("owner"), me
+	return f, dq, models.ValidOwnerFilter(dq.Owner, me)
 }
 
 // reconURL is the reconciliation page with filter f, from after ("" for the
@@ -88,6 +112,15 @@ func reconURL(f views.ReconFilter, after string) string {
 	}
 	if f.Sign != "" {
 		v.Set("sign", f.Sign)
+	}
+	if f.Owner != "" {
+		v.Set("owner", f.Owner)
+	}
+	if f.Age != "" {
+		v.Set("age", f.Age)
+	}
+	if f.Sort != "" {
+		v.Set("sort", f.Sort)
 	}
 	if after != "" {
 		v.Set("after", after)
@@ -118,7 +151,7 @@ func reconRunRow(r models.ReconRun) views.ReconRunRow {
 func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.ReconRun) views.ReconTicketRow {
 	r := views.ReconTicketRow{ID: d.ID, Resource: string(d.ResourceType), Key: d.BizKey, KeyURL: s.store.KeyPage(d.ResourceType, d.BizKey),
 		Check: d.CheckName, Expected: d.Expected, Actual: d.Actual, Sign: d.Sign, Status: d.Status,
-		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed, Kind: d.Kind, Streak: d.Streak}
+		FirstRun: d.FirstRunID, LastRun: d.LastRunID, AutoClosed: d.AutoClosed, Kind: d.Kind, Streak: d.Streak, Owner: d.Owner}
 	if d.Reasons != "" {
 		r.Reasons = strings.Split(d.Reasons, ",")
 	}
@@ -135,6 +168,10 @@ func (s *server) reconTicketRow(d models.DiffTicket, runs map[int64]models.Recon
 	}
 	if run, ok := runs[d.LastRunID]; ok {
 		r.LastAt = run.StartedAt
+	}
+	if slices.Contains(models.UnresolvedStatuses, d.Status) {
+		r.OpenedAt = d.CreatedAt
+		r.PastSLA = models.AgeBucket(s.store.Now().Sub(d.CreatedAt), s.store.ManualSLA()) == models.AgePastSLA
 	}
 	return r
 }
@@ -163,7 +200,7 @@ func (s *server) reconRunsOf(ctx context.Context, tickets []models.DiffTicket, k
 // reconPage is GET /recon: the last runs, the unresolved tickets by
 // resource and sign, and one page of the ticket list.
 func (s *server) reconPage(c *echo.Context) error {
-	f, dq, err := s.parseReconFilter(c.QueryParams())
+	f, dq, err := s.parseReconFilter(c.QueryParams(), actor(c))
 	if err != nil {
 		return err
 	}
@@ -192,9 +229,12 @@ func (s *server) reconPage(c *echo.Context) error {
 		return err
 	}
 	v := views.ReconView{Filter: f, StatusOptions: models.DiffStatuses, Tickets: make([]views.ReconTicketRow, 0, len(page.Tickets)),
-		Total: total, Over: over}
+		Total: total, Over: over, SLA: s.store.ManualSLA()}
 	for _, t := range s.store.Types() {
 		v.ResourceOptions = append(v.ResourceOptions, string(t))
+	}
+	if v.OwnerOptions, err = s.operatorNames(ctx); err != nil {
+		return err
 	}
 	for _, r := range runs {
 		v.Runs = append(v.Runs, reconRunRow(r))
@@ -209,7 +249,7 @@ func (s *server) reconPage(c *echo.Context) error {
 	if page.Next != 0 {
 		v.NextURL = reconURL(f, strconv.FormatInt(page.Next, 10))
 	}
-	if dq.Before != 0 {
+	if dq.Before != 0 || dq.After != 0 {
 		v.FirstURL = reconURL(f, "")
 	}
 	return render(c, http.StatusOK, views.ReconPage(s.page(c, "recon.title", "recon"), v))
@@ -328,6 +368,12 @@ func (s *server) reconDiff(c *echo.Context) error {
 		}
 	}
 	v.History = reconHistory(d, history, runs, v.ClosedByRun)
+	if v.Owner, err = s.ownerView(c, models.ItemTicket, id, d.Owner, d.OwnedSince, d.Status != models.DiffResolved); err != nil {
+		return err
+	}
+	if v.Notes, err = s.notesView(ctx, models.ItemTicket, id); err != nil {
+		return err
+	}
 	abandoned, err := s.store.AbandonedTasks(ctx, d.ResourceType, d.BizKey)
 	if err != nil {
 		return err

@@ -87,6 +87,9 @@ func (s *server) resourceList(c *echo.Context) error {
 // on the type's own page (a SKU's, a coupon's, an account's): the route
 // sends it there, keeping ?for=.
 func (s *server) resourceKey(c *echo.Context) error {
+	if t, ok := s.remoteParam(c); ok {
+		return s.remoteKey(c, t)
+	}
 	if _, ok := s.declaredParam(c); !ok {
 		t := models.ResourceType(c.Param("type"))
 		if page := s.store.KeyPage(t, c.Param("key")); page != "" {

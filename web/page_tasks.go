@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"sort"
@@ -19,9 +20,10 @@ import (
 // parseTaskFilter reads the task filter from query or form values: status
 // (repeatable), type, class, older (minutes since created), order, key (of
 // the type), from and to (created in [from, to); see parseTaskTime for
-// local), due.
-func (s *server) parseTaskFilter(q url.Values, local *time.Location) (models.TaskFilter, error) {
-	var f models.TaskFilter
+// local), due, owner (mine, me being who asks; nobody; a name), age (a
+// bucket of the manual queue).
+func (s *server) parseTaskFilter(q url.Values, local *time.Location, me string) (models.TaskFilter, error) {
+	f := models.TaskFilter{Owner: q.Get("owner"), Me: me}
 	for _, v := range q["status"] {
 		if v == "" {
 			continue
@@ -68,6 +70,11 @@ func (s *server) parseTaskFilter(q url.Values, local *time.Location) (models.Tas
 		f.Due = true
 	default:
 		return f, invalidf("due must be 1 or absent, not %q", v)
+	}
+	if v := q.Get("age"); v != "" {
+		if f.Age, err = models.ParseManualAge(v); err != nil {
+			return f, err
+		}
 	}
 	return f, f.Validate()
 }
@@ -116,26 +123,47 @@ func localTime(t time.Time, loc *time.Location) string {
 
 // parseTaskQuery reads the task list's filter, sort and page position,
 // as the page (local: the shop's zone) and the API (nil) take them.
-func (s *server) parseTaskQuery(q url.Values, local *time.Location) (f models.TaskFilter, oldestFirst bool, after models.Cursor, err error) {
-	if f, err = s.parseTaskFilter(q, local); err != nil {
+func (s *server) parseTaskQuery(q url.Values, local *time.Location, me string) (f models.TaskFilter, order taskSort, after models.Cursor, err error) {
+	if f, err = s.parseTaskFilter(q, local, me); err != nil {
 		return
 	}
-	if oldestFirst, err = parseTaskSort(q.Get("sort")); err != nil {
+	if order, err = parseTaskSort(q.Get("sort")); err != nil {
 		return
 	}
 	after, err = models.ParseCursor(q.Get("after"))
 	return
 }
 
-// parseTaskSort reads the list order: newest created first, or "old".
-func parseTaskSort(v string) (oldestFirst bool, err error) {
+// taskSort is the task list's order: newest created first (""), oldest
+// created first ("old"), or longest in the manual queue first ("age", of
+// MANUAL tasks only).
+type taskSort string
+
+const (
+	sortNew taskSort = ""
+	sortOld taskSort = "old"
+	sortAge taskSort = "age"
+)
+
+// parseTaskSort reads the list order: new (or nothing), old or age.
+func parseTaskSort(v string) (taskSort, error) {
 	switch v {
 	case "", "new":
-		return false, nil
+		return sortNew, nil
 	case "old":
-		return true, nil
+		return sortOld, nil
+	case "age":
+		return sortAge, nil
 	}
-	return false, invalidf("sort must be new or old, not %q", v)
+	return "", invalidf("sort must be new, old or age, not %q", v)
+}
+
+// listTasks reads one page of the task list in the order asked for.
+func (s *server) listTasks(ctx context.Context, f models.TaskFilter, order taskSort, after models.Cursor, limit int) (models.TaskPage, error) {
+	if order == sortAge {
+		return s.store.ListManualByAge(ctx, f, after, limit)
+	}
+	return s.store.ListTasks(ctx, f, after, order == sortOld, limit)
 }
 
 // tasksURL is a link to path with the filter and the extra pairs.
@@ -154,8 +182,9 @@ func tasksURL(path string, f models.TaskFilter, kv ...string) string {
 
 // taskFilterForm is the filter as the list's form shows it, its window
 // on the shop's (loc's) wall clock.
-func taskFilterForm(f models.TaskFilter, oldestFirst bool, loc *time.Location) views.TaskFilterForm {
-	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due, OldFirst: oldestFirst}
+func taskFilterForm(f models.TaskFilter, order taskSort, loc *time.Location) views.TaskFilterForm {
+	form := views.TaskFilterForm{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
+		OldFirst: order == sortOld, ByAge: order == sortAge, Age: string(f.Age), Owner: f.Owner}
 	if !f.From.IsZero() {
 		form.From = localTime(f.From, loc)
 	}
@@ -174,12 +203,17 @@ func taskFilterForm(f models.TaskFilter, oldestFirst bool, loc *time.Location) v
 // taskRow maps a task to its row; the lease owner shows only while the
 // lease runs, since a finished try leaves the name behind.
 func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
+	retry := s.store.RetryOf(t)
 	r := views.TaskRow{ID: t.ID, OrderNo: t.OrderNo, Type: string(t.ResourceType), Key: t.BizKey, Qty: t.Qty, Op: string(t.Op),
 		Status: string(t.Status), Class: string(t.ErrorClass), Failures: t.Failures, Attempts: t.Attempts,
-		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: models.MaxFailures,
-		KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey)}
+		NextAt: t.NextAt, LastError: t.LastError, LastClass: string(t.LastErrorClass), MaxFailures: retry.Tries,
+		Try: retry.Try, Policy: retry.Policy, KeyURL: s.store.KeyPage(t.ResourceType, t.BizKey), Owner: t.Owner}
 	if t.LeaseUntil != nil && t.LeaseUntil.After(now) {
 		r.LeaseOwner = t.LeaseOwner
+	}
+	if t.Status == models.TaskManual {
+		r.ManualSince = t.WaitingSince()
+		r.PastSLA = models.AgeBucket(now.Sub(r.ManualSince), s.store.ManualSLA()) == models.AgePastSLA
 	}
 	return r
 }
@@ -189,21 +223,23 @@ func (s *server) taskRow(t models.ReleaseTask, now time.Time) views.TaskRow {
 // say how short it is.
 func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []views.TaskRow {
 	now := s.store.Now()
+	var short []models.ResourceKey
+	for _, t := range tasks {
+		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
+			short = append(short, models.ResourceKey{Type: t.ResourceType, Key: t.BizKey})
+		}
+	}
+	// Only counters have a held amount; the reason then says less, as it
+	// does when the ledgers cannot be read.
+	held, err := s.store.CounterLedgersOf(ctx, short)
+	if err != nil {
+		s.log.WarnContext(ctx, "stopped tasks' ledgers", slog.Any("err", err))
+	}
 	rows := make([]views.TaskRow, 0, len(tasks))
-	held := map[models.ResourceKey]*models.CounterLedger{}
 	for _, t := range tasks {
 		r := s.taskRow(t, now)
 		if t.Status == models.TaskManual && t.ErrorClass == models.ClassLockedShort {
-			k := models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}
-			l, ok := held[k]
-			if !ok {
-				// Only counters have a held amount; the reason then says less.
-				if cl, err := s.store.CounterLedgerOf(ctx, t.ResourceType, t.BizKey); err == nil {
-					l = &cl
-				}
-				held[k] = l
-			}
-			if l != nil {
+			if l, ok := held[models.ResourceKey{Type: t.ResourceType, Key: t.BizKey}]; ok {
 				r.HeldNow, r.Short = &l.Row.Locked, string(l.Short())
 				r.LedgerHeld, r.ExpectedHeld = l.Ledger.Locked, l.Expected
 			}
@@ -217,19 +253,16 @@ func (s *server) taskRows(ctx context.Context, tasks []models.ReleaseTask) []vie
 // newest created first, a page at a time.
 func (s *server) tasksList(c *echo.Context) error {
 	q := c.QueryParams()
-	f, oldestFirst, after, err := s.parseTaskQuery(q, s.loc)
+	f, order, after, err := s.parseTaskQuery(q, s.loc, actor(c))
 	if err != nil {
 		return err
 	}
-	page, err := s.store.ListTasks(c.Request().Context(), f, after, oldestFirst, models.TaskPageSize)
+	page, err := s.listTasks(c.Request().Context(), f, order, after, models.TaskPageSize)
 	if err != nil {
 		return err
 	}
-	sortParam := ""
-	if oldestFirst {
-		sortParam = "old"
-	}
-	v := views.TasksView{Filter: taskFilterForm(f, oldestFirst, s.loc)}
+	sortParam := string(order)
+	v := views.TasksView{Filter: taskFilterForm(f, order, s.loc), SLA: s.store.ManualSLA()}
 	for _, st := range models.TaskStatuses {
 		v.StatusOptions = append(v.StatusOptions, string(st))
 	}
@@ -238,6 +271,9 @@ func (s *server) tasksList(c *echo.Context) error {
 	}
 	for _, cl := range models.ErrorClasses {
 		v.ClassOptions = append(v.ClassOptions, string(cl))
+	}
+	if v.OwnerOptions, err = s.operatorNames(c.Request().Context()); err != nil {
+		return err
 	}
 	v.Rows = s.taskRows(c.Request().Context(), page.Tasks)
 	if v.Total, v.Over, err = s.store.CountTasks(c.Request().Context(), f, models.OrderCountCap); err != nil {
@@ -288,8 +324,17 @@ func (s *server) taskDetail(c *echo.Context) error {
 	if v.Task.LeaseOwner != "" {
 		v.LeaseUntil = t.LeaseUntil
 	}
-	if t.Status.Rerunnable() {
+	v.NeedsApproval = s.store.NeedsApproval(t.ReleaseTask)
+	if t.Status.Rerunnable() && !v.NeedsApproval {
 		v.RerunURL = "/orders/" + url.PathEscape(t.OrderNo) + "/resources/" + string(t.ResourceType) + "/rerun"
+	}
+	open, err := s.store.ListApprovals(ctx, models.ApprovalFilter{Status: models.ApprovalPending, TaskID: id})
+	if err != nil {
+		return err
+	}
+	for _, r := range open {
+		v.Requests = append(v.Requests, views.ApprovalLink{ID: r.ID, Action: string(r.Action), RequestedBy: r.RequestedBy,
+			ExpiresAt: r.ExpiresAt})
 	}
 	// The reconciliation tickets of the task's key: what ops works on the
 	// key is one click away from the task stuck on it.
@@ -312,8 +357,24 @@ func (s *server) taskDetail(c *echo.Context) error {
 			Class: string(a.ErrorClass), Error: a.Error, Note: a.Note, StartedAt: a.StartedAt, FinishedAt: a.FinishedAt})
 	}
 	for _, e := range history {
-		v.History = append(v.History, views.TaskEvent{At: e.CreatedAt, Actor: e.Actor, Action: e.Action, Outcome: e.Outcome,
-			Reason: e.Reason, Detail: e.Detail})
+		ev := views.TaskEvent{At: e.CreatedAt, Actor: e.Actor, Action: e.Action, Outcome: e.Outcome, Reason: e.Reason, Detail: e.Detail}
+		if isAssign(e.Action) {
+			// An assignment has no reason; its detail says from whom to whom.
+			ev.Reason = e.Detail
+		}
+		v.History = append(v.History, ev)
+	}
+	// The owner box shows while the task is MANUAL, or when it had an
+	// owner, as history.
+	if t.Status == models.TaskManual || t.Owner != "" {
+		ov, err := s.ownerView(c, models.ItemTask, id, t.Owner, t.OwnedSince, t.Status == models.TaskManual)
+		if err != nil {
+			return err
+		}
+		v.Owner = &ov
+	}
+	if v.Notes, err = s.notesView(ctx, models.ItemTask, id); err != nil {
+		return err
 	}
 	return render(c, http.StatusOK, views.TaskDetailPage(s.page(c, "tasks.title", "tasks"), v))
 }
@@ -362,6 +423,8 @@ func (s *server) taskRerun(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return s.taskRefused(c, id, back, "tasks.one.nothing")
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, back, false, p.Tf("tasks.one.needs_approval", id))
 	case err != nil:
 		return err
 	}
@@ -418,6 +481,8 @@ func (s *server) taskAbandon(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrTaskNotAbandonable):
 		return s.taskRefused(c, id, back, "tasks.abandon.refused")
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, back, false, p.Tf("tasks.one.needs_approval", id))
 	case err != nil:
 		return err
 	}
@@ -453,7 +518,7 @@ func (s *server) bulkRerunRefused(c *echo.Context, f models.TaskFilter, err erro
 // bulkRerunPreview lists the RETRY/MANUAL tasks of one type a rerun with
 // this filter would make due, each with a box, and asks for a reason.
 func (s *server) bulkRerunPreview(c *echo.Context) error {
-	f, err := s.parseTaskFilter(c.QueryParams(), s.loc)
+	f, err := s.parseTaskFilter(c.QueryParams(), s.loc, actor(c))
 	if err != nil {
 		return err
 	}
@@ -464,6 +529,11 @@ func (s *server) bulkRerunPreview(c *echo.Context) error {
 	}
 	v := views.BulkRerunView{Type: string(f.Type), Class: string(f.Class), Order: f.OrderNo, Key: f.Key, Due: f.Due,
 		Tasks: s.taskRows(ctx, tasks), More: more, BackURL: tasksURL("/tasks", f), MaxReason: models.MaxReasonLen}
+	for _, t := range tasks {
+		if s.store.NeedsApproval(t) {
+			v.NeedApproval++
+		}
+	}
 	statuses := f.Statuses
 	if len(statuses) == 0 {
 		statuses = models.RerunnableStatuses
@@ -499,7 +569,7 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 		return invalidf("could not read the form: %v", err)
 	}
 	form := c.Request().PostForm
-	f, err := s.parseTaskFilter(form, s.loc)
+	f, err := s.parseTaskFilter(form, s.loc, actor(c))
 	if err != nil {
 		return err
 	}
@@ -530,6 +600,9 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	switch {
 	case errors.Is(err, models.ErrNothingToRerun):
 		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.Tf("tasks.picked.nothing", changedList(p, r.Changed)))
+	case errors.Is(err, models.ErrNeedsApproval):
+		return redirectWithFlash(c, tasksURL("/tasks", f), false, p.Tf("tasks.picked.needs_approval", len(r.NeedApproval),
+			taskLinks(r.NeedApproval)))
 	case err != nil:
 		return s.bulkRerunRefused(c, f, err)
 	}
@@ -538,7 +611,20 @@ func (s *server) bulkRerunSubmit(c *echo.Context) error {
 	if len(r.Changed) > 0 {
 		msg += " " + p.Tf("tasks.picked.changed", len(r.Changed), changedList(p, r.Changed))
 	}
+	if len(r.NeedApproval) > 0 {
+		msg += " " + p.Tf("tasks.picked.needs_approval", len(r.NeedApproval), taskLinks(r.NeedApproval))
+	}
 	return redirectWithFlash(c, tasksURL("/tasks", f), true, msg)
+}
+
+// taskLinks names tasks by the paths of their pages, where each is
+// requested: "/tasks/3, /tasks/4".
+func taskLinks(ids []int64) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = "/tasks/" + strconv.FormatInt(id, 10)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // changedList names tasks with their status now: "#3 DONE, #4 PENDING".

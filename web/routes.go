@@ -43,6 +43,8 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/tasks/:id", gateViewer, s.taskDetail)
 	add(post, "/tasks/:id/rerun", gateOperator, s.taskRerun)
 	add(post, "/tasks/:id/abandon", gateAdmin, s.taskAbandon)
+	add(post, "/tasks/:id/assign", gateOperator, s.taskAssign)
+	add(post, "/tasks/:id/notes", gateOperator, s.taskNote)
 	add(get, "/inventory", gateViewer, s.inventoryList)
 	add(get, "/inventory/:sku_id", gateViewer, s.skuLedger)
 	add(get, "/coupons", gateViewer, s.couponLedger)
@@ -52,6 +54,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/resources/:type/:key", gateViewer, s.resourceKey)
 	add(post, "/resources/:type/:key", gateOperator, s.resourceSet)
 	add(post, "/resources/:type/:key/correct", gateOperator, s.correctSubmit)
+	add(post, "/resources/:type/:key/holds", gateOperator, s.remoteKeyAsk)
 	add(get, "/reports/daily", gateViewer, s.dailyReport)
 	add(get, "/reports/daily.csv", gateViewer, s.dailyTotalsCSV)
 	add(get, "/reports/daily-rows.csv", gateViewer, s.dailyRowsCSV)
@@ -60,6 +63,8 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/recon/diffs/:id", gateViewer, s.reconDiff)
 	add(post, "/recon/diffs/:id/ack", gateOperator, s.reconAck)
 	add(post, "/recon/diffs/:id/resolve", gateOperator, s.reconResolve)
+	add(post, "/recon/diffs/:id/assign", gateOperator, s.ticketAssign)
+	add(post, "/recon/diffs/:id/notes", gateOperator, s.ticketNote)
 	add(get, "/jobs", gateViewer, s.jobsPage)
 	add(post, "/jobs/:name/run", gateOperator, s.jobRunNow)
 	// Any role reads the audit log; a non-admin its operational entries
@@ -68,6 +73,14 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/audit", gateViewer, s.auditPage)
 	add(get, "/audit/:id", gateViewer, s.auditEntryPage)
 	add(get, "/search", gateViewer, s.search)
+	// A rerun or abandon of a task that moves money is a request another
+	// person decides: anyone reads them, operators request and decide (an
+	// abandon: admins, checked by the models as for the abandon itself).
+	add(get, "/approvals", gateViewer, s.approvalsList)
+	add(get, "/approvals/:id", gateViewer, s.approvalDetail)
+	add(post, "/approvals/:id/approve", gateOperator, s.approvalDecide(true))
+	add(post, "/approvals/:id/reject", gateOperator, s.approvalDecide(false))
+	add(post, "/tasks/:id/requests", gateOperator, s.taskRequest)
 
 	// Administration.
 	add(get, "/admin/users", gateAdmin, s.usersPage)
@@ -113,8 +126,18 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, api+"/tasks/:id", gateViewer, s.apiTask)
 	add(post, api+"/tasks/:id/rerun", gateOperator, s.taskRerunAPI)
 	add(post, api+"/tasks/:id/abandon", gateAdmin, s.taskAbandonAPI)
+	add(post, api+"/tasks/:id/requests", gateOperator, s.taskRequestAPI)
+	add(get, api+"/approvals", gateViewer, s.apiApprovals)
+	add(get, api+"/approvals/:id", gateViewer, s.apiApproval)
+	add(post, api+"/approvals/:id/approve", gateOperator, s.apiDecide(true))
+	add(post, api+"/approvals/:id/reject", gateOperator, s.apiDecide(false))
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
+	add(get, api+"/recon/tickets/:ticket_id", gateViewer, s.apiTicket)
+	add(post, api+"/tasks/:id/assign", gateOperator, s.taskAssignAPI)
+	add(post, api+"/tasks/:id/notes", gateOperator, s.taskNoteAPI)
+	add(post, api+"/recon/tickets/:ticket_id/assign", gateOperator, s.ticketAssignAPI)
+	add(post, api+"/recon/tickets/:ticket_id/notes", gateOperator, s.ticketNoteAPI)
 	// The audit log's policy is the pages': any role reads it, a
 	// non-admin its operational entries only, without request metadata.
 	add(get, api+"/audit", gateViewer, s.apiAudit)

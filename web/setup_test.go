@@ -187,7 +187,8 @@ func (b bundle) mustSignIn(name string, role auth.Role) *identity {
 
 // signIn makes a user with a live session and an API token, writing the
 // rows directly: an argon2id hash per test would make the suite crawl, and
-// the login itself has its own tests.
+// the login itself has its own tests. Each token has a creator of its own,
+// so two identities' tokens are two people to an approval.
 func (b bundle) signIn(name string, role auth.Role) (*identity, error) {
 	now := b.clock.Now()
 	u := auth.User{Name: name, Role: role, PasswordHash: "$argon2id$v=19$m=19456,t=2,p=1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
@@ -201,7 +202,7 @@ func (b bundle) signIn(name string, role auth.Role) (*identity, error) {
 	if err := b.s.W.Create(&sess).Error; err != nil {
 		return nil, fmt.Errorf("session of %s: %w", name, err)
 	}
-	tok := auth.APIToken{Name: name, Role: role, TokenHash: sha256Hex(who.token), Prefix: who.token[3:11], CreatedBy: "test", CreatedAt: now}
+	tok := auth.APIToken{Name: name, Role: role, TokenHash: sha256Hex(who.token), Prefix: who.token[3:11], CreatedBy: "test:" + name, CreatedAt: now}
 	if err := b.s.W.Create(&tok).Error; err != nil {
 		return nil, fmt.Errorf("token of %s: %w", name, err)
 	}
@@ -393,7 +394,7 @@ func seedShop(t *testing.T, b bundle) shop {
 // Tables a refused request must leave as they were.
 var (
 	countedTables = []string{"orders", "order_holds", "release_tasks", "task_attempts", "inventory_flows",
-		"coupon_flows", "account_flows", "quota_flows", "slot_flows", "audit_log"}
+		"coupon_flows", "account_flows", "quota_flows", "slot_flows", "audit_log", "approval_requests"}
 	// dumpedTables are compared row by row, ordered by their key.
 	dumpedTables = map[string]string{
 		"inventory": "sku_id", "accounts": "uid, asset", "activity_quotas": "activity_id",

@@ -133,22 +133,7 @@ func TestBrowserThreeJobs(t *testing.T) {
 			return func(sel string) {
 				t.Helper()
 				n++
-				// Every click of a job opens a page: wait for the new one,
-				// not the old one the click leaves.
-				br.Eval(`window.unholdOldPage = true; ""`)
-				br.Do(chromedp.Click(css(sel)))
-				deadline := time.Now().Add(20 * time.Second)
-				for {
-					v, err := chromedp.Run(br.Ctx, chromedp.Evaluate[string](
-						`window.unholdOldPage || document.readyState !== "complete" || !document.querySelector("main") ? "old" : "new"`))
-					if err == nil && v == "new" {
-						break
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%s-%s: click %d on %s opened no page", name, lang, n, sel)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+				br.ClickToPage(sel)
 				shoot()
 			}, func() int { return n }
 		}

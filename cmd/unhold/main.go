@@ -152,9 +152,16 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		Coupons:             models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.CouponExpiry), ExtendDays: cfg.CouponExtendDays},
 		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
+		ManualSLA:           cfg.ManualSLA,
+		ApprovalThreshold:   cfg.ApprovalThreshold,
+		RetryDefault:        cfg.RetryDefault,
+		Retry:               cfg.Retry,
 	}
 	for _, r := range cfg.Resources {
 		label := models.Label{Zh: r.Label.ZH, En: r.Label.EN}
+		if r.Approval {
+			opt.ApprovalTypes = append(opt.ApprovalTypes, r.Type)
+		}
 		if r.Kind == config.KindCounter {
 			opt.Declared = append(opt.Declared, models.DeclaredType{Type: r.Type, Label: label})
 			continue

@@ -114,6 +114,27 @@ func (b *Browser) Eval(js string) string {
 	return v
 }
 
+// ClickToPage clicks sel, which opens a page (a link, a form's button),
+// and waits for the new page, not the old one the click leaves, to load.
+func (b *Browser) ClickToPage(sel string) {
+	b.t.Helper()
+	b.Eval(`window.unholdOldPage = true; ""`)
+	b.Do(chromedp.Click(chromedp.CSS(sel)))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		v, err := chromedp.Run(b.Ctx, chromedp.Evaluate[string](
+			`window.unholdOldPage || document.readyState !== "complete" || !document.querySelector("main") ? "old" : "new"`))
+		if err == nil && v == "new" {
+			return
+		}
+		if time.Now().After(deadline) {
+			url, _ := chromedp.Run(b.Ctx, chromedp.Location())
+			b.t.Fatalf("a click on %s opened no page (still on %s)", sel, url)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // CSPViolations lists the Content-Security-Policy violations seen so far,
 // one per line, across navigations.
 func (b *Browser) CSPViolations() string {

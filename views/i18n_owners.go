@@ -1,0 +1,58 @@
+package views
+
+// ownersText is the text of owners and notes on tasks and tickets: who is
+// on an item, the forms that change it, the notes and what the audit calls
+// each step.
+var ownersText = text{
+	"own.title":       {"负责人", "Owner"},
+	"own.nobody":      {"无人认领", "Nobody has it"},
+	"own.since":       {"认领于", "since"},
+	"own.was":         {"曾由 %s 负责（已不在待办中）", "Was %s's (no longer in the queue)"},
+	"own.take":        {"我来处理", "Take it"},
+	"own.takeover":    {"从 %s 处接手", "Take it over from %s"},
+	"own.hand":        {"转交给", "Hand to"},
+	"own.hand.submit": {"转交", "Hand over"},
+	"own.letgo":       {"放弃认领", "Let go"},
+	"own.help": {"认领只在待人工处理（MANUAL）的任务和未解决的工单上有效；两人同时认领时只有一人成功，另一人会看到谁已认领。只能转交给启用的操作员或管理员。",
+		"Only a MANUAL task or an open ticket has an owner; when two take it at once one wins and the other is told who. It can be handed only to an enabled operator or admin."},
+	"own.flash.take":    {"#%d 已由你负责。", "#%d is yours."},
+	"own.flash.hand":    {"#%d 已转交给 %s。", "#%d was handed to %s."},
+	"own.flash.letgo":   {"#%d 已无人负责。", "#%d has no owner now."},
+	"own.flash.taken":   {"没有改动：#%d 现在由 %s 负责。", "Nothing changed: #%d is %s's now."},
+	"own.flash.free":    {"没有改动：#%d 现在无人负责。", "Nothing changed: #%d has no owner now."},
+	"own.flash.bad":     {"没有改动：%s", "Nothing changed: %s"},
+	"own.flash.notopen": {"没有改动：#%d 已不在待办中（%s），负责人只作记录保留。", "Nothing changed: #%d is no longer in the queue (%s); its owner is kept as history."},
+	"own.col":           {"负责人", "Owner"},
+	"own.f":             {"负责人", "Owner"},
+	"own.f.any":         {"全部", "Anyone"},
+	"own.f.mine":        {"我的", "Mine"},
+	"own.f.nobody":      {"无人认领", "Nobody"},
+	"own.f.help":        {"按负责人筛选时只列待人工处理的任务。", "Filtering by owner lists MANUAL tasks only."},
+	"own.f.tickets":     {"按负责人筛选时只列未解决的工单。", "Filtering by owner lists open tickets only."},
+
+	"notes.title":       {"备注", "Notes"},
+	"notes.chain":       {"处理备注", "Notes"},
+	"notes.none":        {"还没有备注。", "No notes yet."},
+	"notes.add":         {"添加备注", "Add a note"},
+	"notes.add.submit":  {"添加", "Add"},
+	"notes.help":        {"备注只能追加，不能修改或删除。", "Notes are kept as written: none can be changed or deleted."},
+	"notes.flash.added": {"已添加备注。", "Note added."},
+	"notes.flash.empty": {"没有添加：备注不能为空。", "Not added: a note needs some text."},
+	"notes.flash.long":  {"没有添加：备注最多 %d 字节（约 %d 个汉字）。", "Not added: a note is at most %d bytes (about %d Chinese characters)."},
+	"notes.flash.text":  {"没有添加：备注必须是文本。", "Not added: a note must be text."},
+	"notes.item.task":   {"任务 #%d", "task #%d"},
+	"notes.item.ticket": {"工单 #%d", "ticket #%d"},
+
+	"code.audit.take":      {"认领", "take"},
+	"code.audit.hand_over": {"转交", "hand over"},
+	"code.audit.let_go":    {"放弃认领", "let go"},
+	"code.audit.note":      {"备注", "note"},
+
+	"tasks.act.take.ok":           {"认领", "took it"},
+	"tasks.act.take.refused":      {"认领被拒绝", "take refused"},
+	"tasks.act.hand_over.ok":      {"转交", "handed it over"},
+	"tasks.act.hand_over.refused": {"转交被拒绝", "hand-over refused"},
+	"tasks.act.let_go.ok":         {"放弃认领", "let it go"},
+	"tasks.act.let_go.refused":    {"放弃认领被拒绝", "let go refused"},
+	"tasks.act.note.ok":           {"添加备注", "added a note"},
+}
