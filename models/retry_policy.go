@@ -132,7 +132,10 @@ func (s *Store) RetryOf(t ReleaseTask) RetryStanding {
 	p := s.retry.of(t.ResourceType, class)
 	r := RetryStanding{Policy: p.Name(), Tries: p.Tries}
 	if t.Status == TaskPending || t.Status == TaskRetry {
-		r.Try = t.Failures + 1
+		// A task that failed more often than a limit lowered since (a
+		// restart with fewer tries) goes MANUAL at its next failure: that
+		// try is its last, not "try 9 of 3".
+		r.Try = min(t.Failures+1, p.Tries)
 	}
 	return r
 }

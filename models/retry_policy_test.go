@@ -137,3 +137,17 @@ func TestRetryPolicyDefault(t *testing.T) {
 		}
 	}
 }
+
+// A task that failed more often than a limit lowered since (a restart with
+// fewer tries) is on its last try, which its next failure ends MANUAL; it
+// does not read "try 9 of 3".
+func TestRetryOfPastALoweredLimit(t *testing.T) {
+	t.Parallel()
+	s := modelstest.Open(t, models.SQLite, models.Options{RetryDefault: models.RetryPolicy{Steps: []time.Duration{time.Second}, Tries: 3}})
+	for failures, want := range map[int]int{0: 1, 2: 3, 8: 3} {
+		task := models.ReleaseTask{ResourceType: models.ResInventory, Status: models.TaskRetry, Failures: failures}
+		if got := s.RetryOf(task); got != (models.RetryStanding{Policy: "default", Tries: 3, Try: want}) {
+			t.Errorf("after %d failures: %+v, want try %d of 3", failures, got, want)
+		}
+	}
+}
