@@ -444,12 +444,7 @@ func (s *Store) PendingApprovals(ctx context.Context) (int64, error) {
 
 // ApprovalHistory lists what people did to one request, oldest first.
 func (s *Store) ApprovalHistory(ctx context.Context, id int64) ([]AuditEntry, error) {
-	var out []AuditEntry
-	err := s.R.WithContext(ctx).Where("target = ?", ApprovalTarget(id)).Order("id").Limit(maxTaskHistory).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("history of request %d: %w", id, err)
-	}
-	return out, nil
+	return s.targetHistory(ctx, ApprovalTarget(id), maxTaskHistory)
 }
 
 // IsApprovalRefusal tells the errors of a request's steps that a person

@@ -297,12 +297,7 @@ const maxDiffHistory = 100
 // DiffHistory lists what people did to a ticket, oldest first, from the
 // audit log (index (target, id)).
 func (s *Store) DiffHistory(ctx context.Context, id int64) ([]AuditEntry, error) {
-	var out []AuditEntry
-	err := s.R.WithContext(ctx).Where("target = ?", fmt.Sprintf("diff:%d", id)).Order("id").Limit(maxDiffHistory).Find(&out).Error
-	if err != nil {
-		return nil, fmt.Errorf("history of diff %d: %w", id, err)
-	}
-	return out, nil
+	return s.targetHistory(ctx, TicketTarget(id), maxDiffHistory)
 }
 
 // AuditReconRunNow records that actor asked for a reconciliation run from

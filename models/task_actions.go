@@ -300,10 +300,17 @@ const maxTaskHistory = 50
 // TaskHistory lists what people did to one task itself (reruns of it,
 // its abandon), oldest first, from the audit log's (target, id) index.
 func (s *Store) TaskHistory(ctx context.Context, id int64) ([]AuditEntry, error) {
+	return s.targetHistory(ctx, TaskTarget(id), maxTaskHistory)
+}
+
+// targetHistory lists the first limit audit entries of one target, oldest
+// first, from the audit log's (target, id) index: what people did to a
+// task, a ticket or a request.
+func (s *Store) targetHistory(ctx context.Context, target string, limit int) ([]AuditEntry, error) {
 	var out []AuditEntry
-	err := s.R.WithContext(ctx).Where("target = ?", TaskTarget(id)).Order("id").Limit(maxTaskHistory).Find(&out).Error
+	err := s.R.WithContext(ctx).Where("target = ?", target).Order("id").Limit(limit).Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("history of task %d: %w", id, err)
+		return nil, fmt.Errorf("history of %s: %w", target, err)
 	}
 	return out, nil
 }
