@@ -230,6 +230,30 @@ func (e *fieldErrors) add(field, format string, a ...any) {
 	*e = append(*e, fieldError{field, fmt.Sprintf(format, a...)})
 }
 
+// mappingFields reads a list entry of the file, a mapping of keys (shape
+// says them, for the messages; what names the entry: "an entry"), into its
+// fields. An unknown or repeated key is reported to bad and left out; an
+// entry that is not a mapping is reported, and ok is false.
+func mappingFields(entry *yaml.Node, keys []string, what, shape string, bad func(string, string, ...any)) (fields map[string]*yaml.Node, ok bool) {
+	if entry.Kind != yaml.MappingNode {
+		bad("", "must be a mapping of "+shape)
+		return nil, false
+	}
+	fields = map[string]*yaml.Node{}
+	for i := 0; i < len(entry.Content); i += 2 {
+		k, v := entry.Content[i].Value, entry.Content[i+1]
+		switch _, dup := fields[k]; {
+		case !slices.Contains(keys, k):
+			bad(k, "unknown key; "+what+" has "+shape)
+		case dup:
+			bad(k, "given twice")
+		default:
+			fields[k] = v
+		}
+	}
+	return fields, true
+}
+
 // entryType is an entry's type as written, to name the entry in errors.
 func entryType(entry *yaml.Node) string {
 	if entry.Kind != yaml.MappingNode {
@@ -251,21 +275,9 @@ func parseEntry(entry *yaml.Node, getenv func(string) string) (DeclaredResource,
 	var r DeclaredResource
 	var errs, warns fieldErrors
 	bad := errs.add
-	if entry.Kind != yaml.MappingNode {
-		bad("", "must be a mapping of "+entryShape)
+	fields, ok := mappingFields(entry, entryKeys, "an entry", entryShape, bad)
+	if !ok {
 		return r, errs, nil
-	}
-	fields := map[string]*yaml.Node{}
-	for i := 0; i < len(entry.Content); i += 2 {
-		k, v := entry.Content[i].Value, entry.Content[i+1]
-		switch _, dup := fields[k]; {
-		case !slices.Contains(entryKeys, k):
-			bad(k, "unknown key; an entry has "+entryShape)
-		case dup:
-			bad(k, "given twice")
-		default:
-			fields[k] = v
-		}
 	}
 
 	t, ok := field(fields, "type")

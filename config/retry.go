@@ -157,21 +157,9 @@ func parseRetryEntry(entry *yaml.Node, types []models.ResourceType, def models.R
 	p := models.RetryPolicy{Steps: def.Steps, Tries: def.Tries}
 	var errs fieldErrors
 	bad := errs.add
-	if entry.Kind != yaml.MappingNode {
-		bad("", "must be a mapping of "+retryShape)
+	fields, ok := mappingFields(entry, retryKeys, "a policy", retryShape, bad)
+	if !ok {
 		return p, errs
-	}
-	fields := map[string]*yaml.Node{}
-	for i := 0; i < len(entry.Content); i += 2 {
-		k, v := entry.Content[i].Value, entry.Content[i+1]
-		switch _, dup := fields[k]; {
-		case !slices.Contains(retryKeys, k):
-			bad(k, "unknown key; a policy has "+retryShape)
-		case dup:
-			bad(k, "given twice")
-		default:
-			fields[k] = v
-		}
 	}
 
 	switch t, ok := field(fields, "type"); {
