@@ -10,6 +10,7 @@
 //	unhold reconcile        run a reconciliation and print its tickets
 //	unhold user add|reset   manage dashboard users
 //	unhold token add        create an API token
+//	unhold healthcheck      GET a health URL, exit 0 on 200 (for images without curl)
 package main
 
 import (
@@ -47,6 +48,8 @@ Usage:
   unhold user reset NAME   set a new password for a user and end their sessions
   unhold token add --role viewer|operator|admin NAME
                            create an API token and print it alone on stdout
+  unhold healthcheck [-url U]
+                           GET U (default http://127.0.0.1:8080/readyz): exit 0 on 200, 1 otherwise
 
 Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 `
@@ -58,7 +61,7 @@ func main() {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "unhold:", err)
 		}
-		os.Exit(2)
+		os.Exit(exitStatus(err))
 	}
 }
 
@@ -70,6 +73,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	cmd := args[0]
 	if cmd == "user" || cmd == "token" {
 		return accountCommand(ctx, args, getenv, stdin, stdout, stderr)
+	}
+	if cmd == "healthcheck" {
+		return healthcheck(ctx, args[1:], stdout, stderr)
 	}
 	if cmd == "bench" {
 		return bench(ctx, args[1:], getenv, stdout, stderr)
