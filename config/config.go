@@ -59,10 +59,10 @@ type Config struct {
 	// Migrate says serve, web and worker apply pending migrations at
 	// start; false (for PostgreSQL deployments that run "unhold migrate"
 	// first) refuses a schema other than the binary's instead.
-	Migrate bool
-	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
-	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
-	Args              []string      // positional arguments left after the flags
+	Migrate   bool
+	LogFormat string   // LogFormatAuto, LogFormatJSON or LogFormatText
+	TZ        string   // business time zone: report days, schedules, and dashboard times until the browser tells its own
+	Args      []string // positional arguments left after the flags
 	// MetricsAddr is where "unhold worker", which has no dashboard, serves
 	// /healthz and /metrics; empty: nowhere.
 	MetricsAddr string

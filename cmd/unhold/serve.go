@@ -253,6 +253,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
 		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+		BackupDir: cfg.BackupDir, Backup: cfg.BackupSchedule, BackupKeep: cfg.BackupKeep,
 	})
 	if err != nil {
 		return nil, err
