@@ -53,7 +53,7 @@ func (in Info) WriteText(w io.Writer) error {
 		}
 		return s
 	}
-	commit := or(in.Commit, "unknown (built outside a git checkout)")
+	commit := or(in.Commit, "unknown (not stamped: built outside a git clone, or with -buildvcs=false)")
 	if in.Modified {
 		commit += " (with uncommitted changes)"
 	}
