@@ -19,8 +19,8 @@ const gooseTable = "goose_db_version"
 // newer schema forbids, or miss columns it needs. An older one is
 // migrated forward, or refused where migrations are not run at start.
 var (
-	ErrSchemaNewer = errors.New("the database's schema is newer than this binary")
-	ErrSchemaOlder = errors.New("the database's schema is older than this binary")
+	ErrSchemaNewer = errors.New("schema newer than this binary")
+	ErrSchemaOlder = errors.New("schema older than this binary")
 )
 
 // SchemaVersion is the highest migration this binary carries for d: the
