@@ -56,13 +56,13 @@ type Config struct {
 	PointsExpiry      string        // CouponExpiryExtend or CouponExpiryKeep, for points given back
 	PointsExtendDays  int           // days PointsExpiry extend guarantees from a release or refund
 	Demo              bool          // seed demo data on start
+	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
+	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
+	Args              []string      // positional arguments left after the flags
 	// Migrate says serve, web and worker apply pending migrations at
 	// start; false (for PostgreSQL deployments that run "unhold migrate"
 	// first) refuses a schema other than the binary's instead.
-	Migrate   bool
-	LogFormat string   // LogFormatAuto, LogFormatJSON or LogFormatText
-	TZ        string   // business time zone: report days, schedules, and dashboard times until the browser tells its own
-	Args      []string // positional arguments left after the flags
+	Migrate bool
 	// MetricsAddr is where "unhold worker", which has no dashboard, serves
 	// /healthz and /metrics; empty: nowhere.
 	MetricsAddr string
