@@ -9,10 +9,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 # .git comes along (see .dockerignore): go build stamps the commit into the
-# binary from it.
+# binary from it; the build time is set as make build sets it. Both show
+# in unhold version and on /healthz.
 COPY . .
-# The same command deploy/deploy_test.go runs to build and check the binary.
-RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/unhold ./cmd/unhold
+# The same command deploy/binary_test.go runs to build and check the binary.
+RUN CGO_ENABLED=0 go build -trimpath -buildvcs=auto -ldflags="-s -w -X main.buildTime=$(date -u +%Y-%m-%dT%H:%M:%SZ)" -o /out/unhold ./cmd/unhold
 RUN mkdir /out/data
 
 # distroless/static: CA certificates, time zones and /etc/passwd with the

@@ -59,6 +59,10 @@ type Config struct {
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
 	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
 	Args              []string      // positional arguments left after the flags
+	// Migrate says serve, web and worker apply pending migrations at
+	// start; false (for PostgreSQL deployments that run "unhold migrate"
+	// first) refuses a schema other than the binary's instead.
+	Migrate bool
 	// MetricsAddr is where "unhold worker", which has no dashboard, serves
 	// /healthz and /metrics; empty: nowhere.
 	MetricsAddr string
@@ -72,6 +76,11 @@ type Config struct {
 	CleanupSchedule      string        // deletion of old attempts of finished tasks
 	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
 	JobLease             time.Duration // a cron job's lease across instances, renewed while it runs
+	// BackupDir, when set, is where the backup job writes a copy of the
+	// SQLite database on BackupSchedule, keeping the BackupKeep newest.
+	BackupDir      string
+	BackupSchedule string
+	BackupKeep     int
 
 	// Accounts and HTTP hardening.
 	SessionIdle     time.Duration // a dashboard session ends after this long without a request
@@ -178,17 +187,32 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	retryTries := text("retry-tries", "UNHOLD_RETRY_TRIES", "8",
 		"default retry policy: failures in a row that send a task to MANUAL, 1 to 1000")
 
-	// -demo is a real bool flag so that a bare "-demo" works.
-	demoEnv := getenv("UNHOLD_DEMO")
-	demoDefault := false
-	if demoEnv != "" {
-		v, err := strconv.ParseBool(demoEnv)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: UNHOLD_DEMO must be true or false, got %q", demoEnv)
+	backupDir := text("backup-dir", "UNHOLD_BACKUP_DIR", "",
+		"SQLite only: directory the backup job writes copies of the database to (empty: no backup job; see docs/backup-and-upgrade.md)")
+	backupSched := text("backup-schedule", "UNHOLD_BACKUP_SCHEDULE", "15 3 * * *",
+		"backup job schedule: @every <duration> or a 5-field cron spec, in -tz")
+	backupKeep := text("backup-keep", "UNHOLD_BACKUP_KEEP", "7", "backups the backup job keeps in -backup-dir, the newest, 1 to 1000")
+
+	// -demo and -migrate are real bool flags so that a bare "-demo" works.
+	boolean := func(name, env string, def bool, usage string) (*bool, error) {
+		if v := getenv(env); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s must be true or false, got %q", env, v)
+			}
+			def = b
 		}
-		demoDefault = v
+		return fs.Bool(name, def, usage+" ($"+env+")"), nil
 	}
-	demo := fs.Bool("demo", demoDefault, "seed demo data on start ($UNHOLD_DEMO)")
+	demo, err := boolean("demo", "UNHOLD_DEMO", false, "seed demo data on start")
+	if err != nil {
+		return Config{}, err
+	}
+	migrate, err := boolean("migrate", "UNHOLD_MIGRATE", true,
+		"serve, web and worker apply pending migrations at start; false refuses a schema other than this binary's (run unhold migrate first)")
+	if err != nil {
+		return Config{}, err
+	}
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -207,8 +231,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 	})
 
-	cfg := Config{Demo: *demo, Args: fs.Args()}
-	var err error
+	cfg := Config{Demo: *demo, Migrate: *migrate, Args: fs.Args()}
 	if cfg.DB, err = nonEmpty(db, "a SQLite file path or a postgres:// URL"); err != nil {
 		return Config{}, err
 	}
@@ -258,6 +281,15 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.AttemptRetentionDays, err = intIn(retention, 1, 3650); err != nil {
+		return Config{}, err
+	}
+	if cfg.BackupDir = backupDir.value; cfg.BackupDir != "" && models.IsPostgres(cfg.DB) {
+		return Config{}, backupDir.errorf("empty with a postgres:// -db (back PostgreSQL up with pg_dump)")
+	}
+	if cfg.BackupSchedule, err = schedule(backupSched); err != nil {
+		return Config{}, err
+	}
+	if cfg.BackupKeep, err = intIn(backupKeep, 1, 1000); err != nil {
 		return Config{}, err
 	}
 	if cfg.JobLease, err = durationMin(jobLease, 3*time.Second); err != nil {

@@ -36,6 +36,7 @@ func defaults(t *testing.T) Config {
 		PointsExpiry:      CouponExpiryExtend,
 		PointsExtendDays:  3,
 		Demo:              false,
+		Migrate:           true,
 		LogFormat:         LogFormatAuto,
 		TZ:                "Asia/Shanghai",
 
@@ -45,6 +46,8 @@ func defaults(t *testing.T) Config {
 		CleanupSchedule:      "30 4 * * *",
 		AttemptRetentionDays: 90,
 		JobLease:             time.Minute,
+		BackupSchedule:       "15 3 * * *",
+		BackupKeep:           7,
 
 		SessionIdle: 30 * time.Minute,
 		SessionMax:  12 * time.Hour,
@@ -73,6 +76,9 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_POINTS_EXPIRY":       "keep",
 		"UNHOLD_POINTS_EXTEND_DAYS":  "30",
 		"UNHOLD_DEMO":                "true",
+		"UNHOLD_MIGRATE":             "false",
+		"UNHOLD_BACKUP_SCHEDULE":     "@every 12h",
+		"UNHOLD_BACKUP_KEEP":         "30",
 		"UNHOLD_LOG_FORMAT":          "json",
 		"UNHOLD_TZ":                  "Europe/Berlin",
 
@@ -116,6 +122,9 @@ func TestLoad(t *testing.T) {
 				c.PointsExpiry = CouponExpiryKeep
 				c.PointsExtendDays = 30
 				c.Demo = true
+				c.Migrate = false
+				c.BackupSchedule = "@every 12h"
+				c.BackupKeep = 30
 				c.LogFormat = LogFormatJSON
 				c.TZ = "Europe/Berlin"
 				c.ReconcileAt = "04:30"
@@ -155,6 +164,10 @@ func TestLoad(t *testing.T) {
 				"-points-expiry", "extend",
 				"-points-extend-days", "0",
 				"-demo=false",
+				"-migrate",
+				"-backup-dir", "/var/backups/unhold",
+				"-backup-schedule", "0 2 * * *",
+				"-backup-keep", "1",
 				"-log-format", "text",
 				"-tz", "UTC",
 				"-recon-at", "23:59",
@@ -187,6 +200,10 @@ func TestLoad(t *testing.T) {
 				c.PointsExpiry = CouponExpiryExtend
 				c.PointsExtendDays = 0
 				c.Demo = false
+				c.Migrate = true
+				c.BackupDir = "/var/backups/unhold"
+				c.BackupSchedule = "0 2 * * *"
+				c.BackupKeep = 1
 				c.LogFormat = LogFormatText
 				c.TZ = "UTC"
 				c.ReconcileAt = "23:59"
@@ -332,6 +349,14 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -retry-tries must be an integer from 1 to 1000, got "0"`},
 		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
 			`config: UNHOLD_DEMO must be true or false, got "yes"`},
+		{"migrate env", map[string]string{"UNHOLD_MIGRATE": "no"}, nil,
+			`config: UNHOLD_MIGRATE must be true or false, got "no"`},
+		{"backup dir on postgres", map[string]string{"UNHOLD_DB": "postgres://u@db/unhold"}, []string{"-backup-dir", "/backups"},
+			`config: -backup-dir must be empty with a postgres:// -db (back PostgreSQL up with pg_dump), got "/backups"`},
+		{"backup keep zero", nil, []string{"-backup-keep", "0"},
+			`config: -backup-keep must be an integer from 1 to 1000, got "0"`},
+		{"backup schedule", map[string]string{"UNHOLD_BACKUP_SCHEDULE": "3am"}, nil,
+			`config: UNHOLD_BACKUP_SCHEDULE must be @every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *", got "3am"`},
 		{"demo flag", nil, []string{"-demo=yes"},
 			`config: invalid boolean value "yes" for -demo: parse error`},
 		{"log format", nil, []string{"-log-format", "xml"},

@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"unhold/models"
 )
 
 // binDir holds the unhold binary the tests build, once per test process.
@@ -234,5 +237,31 @@ func TestStaticBinaryRunsAndChecksItsHealth(t *testing.T) {
 	}
 	if out, code := check(); code != 1 {
 		t.Errorf("healthcheck of a stopped server: exit %d, %q; want 1", code, out)
+	}
+}
+
+// The binary built as the Dockerfile builds it says when it was built
+// (the -X main.buildTime of the build command) and the schema it carries,
+// in unhold version -json.
+func TestBinaryVersion(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(unholdBinary(t), "version", "-json").Output()
+	if err != nil {
+		t.Fatalf("unhold version -json: %v", err)
+	}
+	var v struct {
+		BuildTime string `json:"build_time"`
+		GoVersion string `json:"go_version"`
+		Schema    int64  `json:"schema"`
+	}
+	if err := json.Unmarshal(out, &v); err != nil {
+		t.Fatalf("unhold version -json: %v\n%s", err, out)
+	}
+	schema, err := models.SchemaVersion(models.SQLite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := time.Parse(time.RFC3339, v.BuildTime); err != nil || v.Schema != schema || !strings.HasPrefix(v.GoVersion, "go1.26") {
+		t.Errorf("unhold version -json = %s; want an RFC 3339 build_time, schema %d and Go 1.26", out, schema)
 	}
 }

@@ -177,6 +177,11 @@ func TestCompose(t *testing.T) {
 			if dep := s.dependsOn(t); len(dep) != 1 || dep["migrate"] != "service_completed_successfully" {
 				t.Errorf("%s depends on %v, want only migrate completed successfully", name, dep)
 			}
+			// The one-shot migrate ran: the others check the schema
+			// instead of racing to apply it.
+			if m := s.Environment["UNHOLD_MIGRATE"]; m != "false" {
+				t.Errorf("%s: UNHOLD_MIGRATE=%q, want false (migrate ran before it)", name, m)
+			}
 		}
 		if s.Command[0] == "worker" {
 			workers = append(workers, name)

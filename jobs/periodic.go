@@ -22,6 +22,7 @@ const (
 	JobReconcile      = "reconcile"
 	JobLedgerReport   = "ledger_report"
 	JobAttemptCleanup = "attempt_cleanup"
+	JobBackup         = "backup"
 )
 
 // Schedule defaults, used for zero fields of Schedule.
@@ -33,6 +34,8 @@ const (
 	DefaultLedgerReport     = "5 0 * * *"  // 00:05: yesterday's ledgers are complete
 	DefaultCleanup          = "30 4 * * *" // 04:30: after reconciliation, before the day's traffic
 	DefaultAttemptRetention = 90 * 24 * time.Hour
+	DefaultBackup           = "15 3 * * *" // 03:15: after reconciliation, before the cleanup
+	DefaultBackupKeep       = 7
 )
 
 // Bounds of the work of one run.
@@ -67,6 +70,11 @@ type Schedule struct {
 	// AttemptRetention is how long attempts of finished tasks (and
 	// recorded job runs) are kept.
 	AttemptRetention time.Duration
+	// BackupDir, when set, is where the backup job writes copies of the
+	// SQLite database, on the Backup spec, keeping the BackupKeep newest.
+	BackupDir  string
+	Backup     string
+	BackupKeep int
 	// Location is the time zone of the specs and of the ledger report's
 	// days; nil is UTC.
 	Location *time.Location
@@ -90,6 +98,12 @@ func (sc Schedule) withDefaults() Schedule {
 	}
 	if sc.Cleanup == "" {
 		sc.Cleanup = DefaultCleanup
+	}
+	if sc.Backup == "" {
+		sc.Backup = DefaultBackup
+	}
+	if sc.BackupKeep <= 0 {
+		sc.BackupKeep = DefaultBackupKeep
 	}
 	if sc.Location == nil {
 		sc.Location = time.UTC
@@ -132,7 +146,9 @@ func DailyAt(hhmm string) (string, error) {
 //   - reconcile: daily reconciliation, at ReconcileAt;
 //   - ledger_report: yesterday's ledger totals, shortly after midnight;
 //   - attempt_cleanup: deletes old attempts of finished tasks, old job runs,
-//     ended sessions and spent login throttles.
+//     ended sessions and spent login throttles;
+//   - backup: with BackupDir, a copy of the SQLite database there, the
+//     BackupKeep newest kept.
 //
 // Every job but the sweep runs on one instance at a time.
 func List(d Deps, sc Schedule) ([]Job, error) {
@@ -183,6 +199,10 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
 			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, a, sc.AttemptRetention) }},
 	)
+	if sc.BackupDir != "" {
+		jobs = append(jobs, Job{Name: JobBackup, Spec: sc.Backup, Timeout: 30 * time.Minute,
+			Run: func(ctx context.Context) (string, error) { return Backup(ctx, s, sc.BackupDir, sc.BackupKeep) }})
+	}
 	return jobs, nil
 }
 

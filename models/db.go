@@ -104,6 +104,7 @@ const DefaultBusyTimeout = 10 * time.Second
 type Store struct {
 	W, R      *gorm.DB
 	Dialect   Dialect
+	path      string // the SQLite file; empty on PostgreSQL
 	now       func() time.Time
 	coupons   CouponPolicy
 	points    CouponPolicy
@@ -207,6 +208,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	} else {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
+		s.path = path
 		wdb, err := sql.Open(sqlite.DriverName, SQLiteDSN(path, false, busy))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -298,7 +300,16 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 }
 
 // Migrate applies every pending schema migration and returns how many ran.
+// It refuses a database whose schema is newer than this binary's
+// (ErrSchemaNewer) and changes nothing then.
 func (s *Store) Migrate(ctx context.Context) (int, error) {
+	db, binary, err := s.schemaVersions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	if db > binary {
+		return 0, fmt.Errorf("migrate: %w", schemaNewer(db, binary))
+	}
 	p, err := s.migrationProvider()
 	if err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)

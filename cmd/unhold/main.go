@@ -11,6 +11,9 @@
 //	unhold user add|reset   manage dashboard users
 //	unhold token add        create an API token
 //	unhold healthcheck      GET a health URL, exit 0 on 200 (for images without curl)
+//	unhold version          the binary's version, commit, build time and schema version
+//	unhold backup           copy a SQLite database, safe while it serves
+//	unhold restore          replace a SQLite database with a backup
 package main
 
 import (
@@ -50,6 +53,13 @@ Usage:
                            create an API token and print it alone on stdout
   unhold healthcheck [-url U]
                            GET U (default http://127.0.0.1:8080/readyz): exit 0 on 200, 1 otherwise
+  unhold version [-db DSN] [-json]
+                           the module version, commit, build time, Go version and the
+                           schema version this binary carries (with -db: the database's too)
+  unhold backup -to FILE [-db PATH]
+                           copy the SQLite database to FILE (a new file), safe while it serves
+  unhold restore -from FILE [-to PATH]
+                           replace the stopped SQLite database with a checked backup
 
 Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 `
@@ -77,6 +87,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	if cmd == "healthcheck" {
 		return healthcheck(ctx, args[1:], stdout, stderr)
 	}
+	switch cmd {
+	case "version":
+		return version(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backup(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restore(ctx, args[1:], getenv, stdout, stderr)
+	}
 	if cmd == "bench" {
 		return bench(ctx, args[1:], getenv, stdout, stderr)
 	}
@@ -103,6 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "worker":
 		return serve(ctx, cfg, log, stdout, roleWorker)
 	case "migrate":
+		cfg.Migrate = true
 		s, err := openStore(ctx, cfg, log)
 		if err != nil {
 			return err
@@ -128,7 +147,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 }
 
-// openStore opens and migrates the configured database.
+// openStore opens the configured database and migrates it, or, with
+// -migrate=false, checks its schema is this binary's. Either way a schema
+// newer than the binary's is refused (models.ErrSchemaNewer).
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*models.Store, error) {
 	opt, err := storeOptions(cfg, log)
 	if err != nil {
@@ -137,6 +158,13 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 	s, err := models.Open(ctx, cfg.DB, opt)
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.Migrate {
+		if err := s.CheckSchema(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
 	}
 	n, err := s.Migrate(ctx)
 	if err != nil {

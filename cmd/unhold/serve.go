@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"unhold/auth"
+	"unhold/buildinfo"
 	"unhold/config"
 	"unhold/jobs"
 	"unhold/metrics"
@@ -72,6 +74,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 				log.Warn("demo gift-card service shutdown", slog.Any("err", err))
 			}
 		}()
+	}
+	info, err := binaryInfo()
+	if err != nil {
+		return err
 	}
 	s, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -146,7 +152,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		listening.Addr = ln.Addr().String()
 		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, RerunWait: rerunWait, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }}))
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }, Version: info}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 			if err != nil {
@@ -161,7 +167,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		srv = httpServer(workerMux(s, m, cfg.MetricsToken))
+		srv = httpServer(workerMux(s, m, cfg.MetricsToken, info))
 	}
 
 	switch r {
@@ -247,6 +253,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
 		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+		BackupDir: cfg.BackupDir, Backup: cfg.BackupSchedule, BackupKeep: cfg.BackupKeep,
 	})
 	if err != nil {
 		return nil, err
@@ -274,9 +281,17 @@ func httpServer(h http.Handler) *http.Server {
 // counters and close-to-release histogram live in this process, so only it
 // can export them. /metrics answers the loopback, or the metrics token, as
 // the dashboard's does.
-func workerMux(s *models.Store, m *metrics.Metrics, token string) http.Handler {
+func workerMux(s *models.Store, m *metrics.Metrics, token string, info buildinfo.Info) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	// The dashboard's /healthz answer: alive, and which binary.
+	health := struct {
+		Status  string         `json:"status"`
+		Version buildinfo.Info `json:"version"`
+	}{"ok", info}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(health)
+	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
 			http.Error(w, "database not ready", http.StatusServiceUnavailable)
