@@ -212,8 +212,14 @@ func TestEventsOfTheOrderLife(t *testing.T) {
 		if d["trigger"] != "LINE_CANCEL" || d["key"] != "sku-1" || d["qty"] != 1.0 || d["epoch"] != epoch || d["task_id"] != nil {
 			t.Fatalf("line cancel's hold.released data %s", evs[0].Data)
 		}
-		must(t, func() error { _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, -1, "c-2", "", "user:u1"); return err })
-		must(t, func() error { _, err := b.s.CancelLine(b.ctx, "o-lc", "sku-2", 1, -1, "c-3", "", "user:u1"); return err })
+		must(t, func() error {
+			_, err := b.s.CancelLine(b.ctx, "o-lc", "sku-1", 1, -1, "c-2", "", "user:u1")
+			return err
+		})
+		must(t, func() error {
+			_, err := b.s.CancelLine(b.ctx, "o-lc", "sku-2", 1, -1, "c-3", "", "user:u1")
+			return err
+		})
 		evs = orderEvents(t, b, "o-lc")
 		if got := typesOf(evs); got != "hold.released=3 order.closed=1" {
 			t.Fatalf("after every line was cancelled: %s", got)
@@ -323,7 +329,9 @@ func mustCoupon(t *testing.T, b bundle) int64 {
 func TestEventsTicketOpenedOnce(t *testing.T) {
 	eachEngine(t, func(t *testing.T, b bundle) {
 		b.shop(t)
-		must(t, func() error { return b.s.W.Exec("UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-2'").Error })
+		must(t, func() error {
+			return b.s.W.Exec("UPDATE inventory SET locked = locked + 1 WHERE sku_id = 'sku-2'").Error
+		})
 		for i := range 2 {
 			run, err := b.s.RunReconciliation(b.ctx, models.ReconByCLI, "test")
 			if err != nil || run.Found == 0 {
