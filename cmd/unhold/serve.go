@@ -246,7 +246,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
-		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, EventsKeep: cfg.EventsKeep, Location: loc,
 	})
 	if err != nil {
 		return nil, err
