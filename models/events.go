@@ -283,8 +283,12 @@ const eventsDeleteBatch = 1000
 // never the newest, so that positions never start again from 1 (a
 // sequencer numbers after the largest seq left). What is kept is then
 // every event from OldestEvent on, without a gap: a reader whose after is
-// before it missed events, and is told so (410 EVENTS_GONE).
+// before it missed events, and is told so (410 EVENTS_GONE). On
+// PostgreSQL it sequences the events first, as a sequencer would.
 func (s *Store) DeleteOldEvents(ctx context.Context, before time.Time) (int64, error) {
+	if _, err := s.SequenceEvents(ctx); err != nil {
+		return 0, fmt.Errorf("delete old events: %w", err)
+	}
 	pos := s.eventPos()
 	var bound *int64
 	err := s.R.WithContext(ctx).Raw(`SELECT COALESCE((SELECT MIN(`+pos+`) FROM events WHERE occurred_at >= ?),
