@@ -703,8 +703,9 @@ func oneClaim(tasks []ReleaseTask) bool {
 // released together (counter.releaseMany: one locking read, one ledger
 // insert, one guarded update, each task still its own ledger row) and any
 // other resource's task by task (its own ledger insert and conditional
-// update); the counters' hold rows move in one guarded update, and the
-// attempt rows are written together. A task no longer this lease's is
+// update); the counters' hold rows move in one guarded update, the
+// hold.released events of the tasks that wrote a RELEASE row are written
+// in one insert, and the attempt rows together. A task no longer this lease's is
 // LEASE_LOST and left alone. A task's failure or panic returns a
 // *taskFailed, and what the shared statements cannot settle errTryEach:
 // either way tx must roll back.
