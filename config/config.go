@@ -75,6 +75,7 @@ type Config struct {
 	LedgerReportSchedule string        // yesterday's ledger totals
 	CleanupSchedule      string        // deletion of old attempts of finished tasks
 	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
+	EventsKeep           time.Duration // how long events are kept for pollers (docs/events.md), by the same cleanup
 	JobLease             time.Duration // a cron job's lease across instances, renewed while it runs
 	// BackupDir, when set, is where the backup job writes a copy of the
 	// SQLite database on BackupSchedule, keeping the BackupKeep newest.
@@ -154,6 +155,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"cleanup of old task attempts: @every <duration> or a 5-field cron spec, in -tz")
 	retention := text("attempt-retention-days", "UNHOLD_ATTEMPT_RETENTION_DAYS", "90",
 		"days an attempt of a finished task (and a recorded job run) is kept, 1 to 3650")
+	eventsKeep := text("events-keep", "UNHOLD_EVENTS_KEEP", "168h", "how long events are kept for pollers, 1h to 8760h")
 	jobLease := text("job-lease", "UNHOLD_JOB_LEASE", "1m", "a cron job's lease across instances, at least 3s")
 	sessionIdle := text("session-idle", "UNHOLD_SESSION_IDLE", "30m", "dashboard session idle timeout, 1m to 24h")
 	sessionMax := text("session-max", "UNHOLD_SESSION_MAX", "12h", "dashboard session absolute timeout, at least the idle one, up to 720h")
@@ -281,6 +283,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.AttemptRetentionDays, err = intIn(retention, 1, 3650); err != nil {
+		return Config{}, err
+	}
+	if cfg.EventsKeep, err = durationIn(eventsKeep, time.Hour, 8760*time.Hour); err != nil {
 		return Config{}, err
 	}
 	if cfg.BackupDir = backupDir.value; cfg.BackupDir != "" && models.IsPostgres(cfg.DB) {

@@ -45,6 +45,7 @@ func defaults(t *testing.T) Config {
 		LedgerReportSchedule: "5 0 * * *",
 		CleanupSchedule:      "30 4 * * *",
 		AttemptRetentionDays: 90,
+		EventsKeep:           168 * time.Hour,
 		JobLease:             time.Minute,
 		BackupSchedule:       "15 3 * * *",
 		BackupKeep:           7,
@@ -86,6 +87,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_LEDGER_REPORT_SCHEDULE": "@daily",
 		"UNHOLD_CLEANUP_SCHEDULE":       "6h",
 		"UNHOLD_ATTEMPT_RETENTION_DAYS": "30",
+		"UNHOLD_EVENTS_KEEP":            "72h",
 		"UNHOLD_JOB_LEASE":              "2m",
 		"UNHOLD_SESSION_IDLE":           "10m",
 		"UNHOLD_SESSION_MAX":            "8h",
@@ -131,6 +133,7 @@ func TestLoad(t *testing.T) {
 				c.LedgerReportSchedule = "@daily"
 				c.CleanupSchedule = "@every 6h"
 				c.AttemptRetentionDays = 30
+				c.EventsKeep = 72 * time.Hour
 				c.JobLease = 2 * time.Minute
 				c.SessionIdle = 10 * time.Minute
 				c.SessionMax = 8 * time.Hour
@@ -175,6 +178,7 @@ func TestLoad(t *testing.T) {
 				"-ledger-report-schedule", "10 0 * * *",
 				"-cleanup-schedule", "@every 1h30m",
 				"-attempt-retention-days", "3650",
+				"-events-keep", "8760h",
 				"-job-lease", "3s",
 				"-session-idle", "1m",
 				"-session-max", "1m",
@@ -211,6 +215,7 @@ func TestLoad(t *testing.T) {
 				c.LedgerReportSchedule = "10 0 * * *"
 				c.CleanupSchedule = "@every 1h30m"
 				c.AttemptRetentionDays = 3650
+				c.EventsKeep = 8760 * time.Hour
 				c.JobLease = 3 * time.Second
 				c.SessionIdle = time.Minute
 				c.SessionMax = time.Minute
@@ -363,6 +368,8 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -log-format must be one of auto, json, text, got "xml"`},
 		{"time zone", map[string]string{"UNHOLD_TZ": "Mars/Olympus"}, nil,
 			`config: UNHOLD_TZ must be an IANA time zone name such as Asia/Shanghai or UTC, got "Mars/Olympus"`},
+		{"events kept too short", nil, []string{"-events-keep", "10m"},
+			`config: -events-keep must be a duration from 1h0m0s to 8760h0m0s, like 30m or 12h, got "10m"`},
 		{"session idle short", nil, []string{"-session-idle", "30s"},
 			`config: -session-idle must be a duration from 1m0s to 24h0m0s, like 30m or 12h, got "30s"`},
 		{"session max below idle", map[string]string{"UNHOLD_SESSION_IDLE": "2h", "UNHOLD_SESSION_MAX": "1h"}, nil,

@@ -36,6 +36,7 @@ const (
 	DefaultAttemptRetention = 90 * 24 * time.Hour
 	DefaultBackup           = "15 3 * * *" // 03:15: after reconciliation, before the cleanup
 	DefaultBackupKeep       = 7
+	DefaultEventsKeep       = 7 * 24 * time.Hour // events kept for pollers (-events-keep)
 )
 
 // Bounds of the work of one run.
@@ -70,6 +71,8 @@ type Schedule struct {
 	// AttemptRetention is how long attempts of finished tasks (and
 	// recorded job runs) are kept.
 	AttemptRetention time.Duration
+	// EventsKeep is how long events are kept for pollers.
+	EventsKeep time.Duration
 	// BackupDir, when set, is where the backup job writes copies of the
 	// SQLite database, on the Backup spec, keeping the BackupKeep newest.
 	BackupDir  string
@@ -90,6 +93,7 @@ func (sc Schedule) withDefaults() Schedule {
 	def(&sc.TimeoutClose, DefaultTimeoutClose)
 	def(&sc.LeaseRescue, DefaultLeaseRescue)
 	def(&sc.AttemptRetention, DefaultAttemptRetention)
+	def(&sc.EventsKeep, DefaultEventsKeep)
 	if sc.ReconcileAt == "" {
 		sc.ReconcileAt = DefaultReconcileAt
 	}
@@ -146,7 +150,7 @@ func DailyAt(hhmm string) (string, error) {
 //   - reconcile: daily reconciliation, at ReconcileAt;
 //   - ledger_report: yesterday's ledger totals, shortly after midnight;
 //   - attempt_cleanup: deletes old attempts of finished tasks, old job runs,
-//     ended sessions and spent login throttles;
+//     old events, ended sessions and spent login throttles;
 //   - backup: with BackupDir, a copy of the SQLite database there, the
 //     BackupKeep newest kept.
 //
@@ -197,7 +201,9 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 		Job{Name: JobLedgerReport, Spec: sc.LedgerReport, Timeout: 5 * time.Minute,
 			Run: func(ctx context.Context) (string, error) { return LedgerReport(ctx, s, sc.Location, log) }},
 		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
-			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, a, sc.AttemptRetention) }},
+			Run: func(ctx context.Context) (string, error) {
+				return CleanupAttempts(ctx, s, a, sc.AttemptRetention, sc.EventsKeep)
+			}},
 	)
 	if sc.BackupDir != "" {
 		jobs = append(jobs, Job{Name: JobBackup, Spec: sc.Backup, Timeout: 30 * time.Minute,
@@ -287,10 +293,11 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
 // the recorded job runs older than retention; then the overview's
 // per-minute rollups older than models.RollupRetention (whatever the
-// attempts' retention: the overview reads no further back), the sessions
+// attempts' retention: the overview reads no further back), the events
+// older than eventsKeep (models.DeleteOldEvents), the sessions
 // past their end and the login throttles whose window and lock are over. Ledgers and
 // the audit log are never touched: they are append-only.
-func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention time.Duration) (string, error) {
+func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention, eventsKeep time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
 		var total int64
@@ -308,10 +315,13 @@ func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retent
 	runs, rerr := drain(s.DeleteOldJobRuns)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
 	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
+	eventsCutoff := s.Now().Add(-eventsKeep)
+	events, eerr := s.DeleteOldEvents(ctx, eventsCutoff)
 	sessions, serr := a.PruneSessions(ctx, s.Now())
-	err := errors.Join(aerr, rerr, uerr, serr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s; %d ended sessions and login throttles",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err
+	err := errors.Join(aerr, rerr, uerr, eerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s, %d events from before %s (kept %s); %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"),
+		events, eventsCutoff.Format("2006-01-02 15:04Z"), retentionText(eventsKeep), sessions), err
 }
 
 func retentionText(d time.Duration) string {

@@ -113,6 +113,7 @@ var routeGates = map[string]string{
 	"POST /api/v1/approvals/:id/approve":                  "operator",
 	"POST /api/v1/approvals/:id/reject":                   "operator",
 	"GET /api/v1/ledgers/:type":                           "viewer",
+	"GET /api/v1/events":                                  "viewer",
 	"GET /api/v1/recon/tickets":                           "viewer",
 	"GET /api/v1/audit":                                   "viewer",
 	"GET /api/v1/audit/:id":                               "viewer",

@@ -229,6 +229,14 @@ var apiOps = map[string]apiOp{
 			afterParam("a ledger row id"), limitParam(ledgerPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.Flow]{}, Errors: []int{400}},
+	"GET /api/v1/events": {Summary: "Poll the events (docs/events.md), oldest first, after an event id: next is never empty (the last id answered, or after again when nothing is new), so a poller loops on it. 410 EVENTS_GONE, with oldest, when after is before the oldest event kept (the ones between were cleaned up)",
+		Query: []apiParam{
+			{Name: "after", Desc: "the next of the previous answer; 0 or absent: from the oldest event kept",
+				Schema: map[string]any{"type": "integer", "minimum": 0}},
+			limitParam(eventsPageSize, maxEventsLimit),
+			{Name: "type", Desc: "event types, comma-separated (" + eventTypeList() + "); absent: every type", Schema: textSchema},
+		},
+		Status: http.StatusOK, Resp: listPage[models.Event]{}, Errors: []int{400, 410}},
 	"GET /api/v1/recon/tickets": {Summary: "List reconciliation tickets, as the reconciliation page does, newest first",
 		Query: []apiParam{
 			{Name: "status", Desc: "ticket statuses, any of; OPEN and ACKED when absent", Schema: enumSchema(models.DiffStatuses), Repeat: true},
@@ -401,6 +409,11 @@ type schemaGen struct {
 func (g *schemaGen) of(t reflect.Type) map[string]any {
 	if t == reflect.TypeFor[time.Time]() {
 		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		// An event's data: a JSON object whose fields depend on its type
+		// (docs/events.md).
+		return map[string]any{"type": "object"}
 	}
 	if t.Kind() == reflect.Pointer {
 		return nullable(g.of(t.Elem()))

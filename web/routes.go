@@ -132,6 +132,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, api+"/approvals/:id/approve", gateOperator, s.apiDecide(true))
 	add(post, api+"/approvals/:id/reject", gateOperator, s.apiDecide(false))
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
+	add(get, api+"/events", gateViewer, s.apiEvents)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
 	add(get, api+"/recon/tickets/:ticket_id", gateViewer, s.apiTicket)
 	add(post, api+"/tasks/:id/assign", gateOperator, s.taskAssignAPI)

@@ -120,7 +120,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	var wake func() // nil without a worker: a close then wakes nothing
 	var ids []string
 	if r.work {
-		pools := newPools(s, cfg, m, log)
+		seq := jobs.NewEventSequencer(s, jobs.EventSequenceEvery, log)
+		workers.Add(1)
+		go func() { defer workers.Done(); seq.Run(workCtx) }()
+		pools := newPools(s, cfg, m, seq, log)
 		for _, w := range pools {
 			ids = append(ids, w.ID())
 			workers.Add(1)
@@ -220,15 +223,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 // newPools makes cfg.Pools workers sharing the outbox, each its own lease
 // owner: the worker id alone for one pool, "<worker-id>-<i>" for several.
-// A pool that claims a full batch wakes the next one.
-func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, log *slog.Logger) []*jobs.Worker {
+// A pool that claims a full batch wakes the next one; each wakes seq after
+// its releases.
+func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, seq *jobs.EventSequencer, log *slog.Logger) []*jobs.Worker {
 	pools := make([]*jobs.Worker, cfg.Pools)
 	for i := range pools {
 		id := cfg.WorkerID
 		if cfg.Pools > 1 {
 			id += "-" + strconv.Itoa(i+1)
 		}
-		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m)
+		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m).WithEvents(seq)
 	}
 	for i := 1; i < len(pools); i++ {
 		pools[i-1].WakeAlso(pools[i])
@@ -252,7 +256,7 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
-		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, EventsKeep: cfg.EventsKeep, Location: loc,
 		BackupDir: cfg.BackupDir, Backup: cfg.BackupSchedule, BackupKeep: cfg.BackupKeep,
 	})
 	if err != nil {
