@@ -76,7 +76,7 @@ func TestRestoreRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	execSQLite(t, newer, "INSERT INTO goose_db_version (version_id, is_applied) VALUES ("+itoa(binary+1)+", 1)")
+	execSQLite(t, newer, "INSERT INTO goose_db_version (version_id, is_applied) VALUES ("+schemaText(binary+1)+", 1)")
 
 	for _, c := range []struct {
 		name, from, want string

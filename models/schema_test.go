@@ -26,7 +26,7 @@ func TestSchemaNewerThanBinaryRefused(t *testing.T) {
 		if !errors.Is(err, models.ErrSchemaNewer) {
 			t.Fatalf("Migrate on a newer schema = %v, want ErrSchemaNewer", err)
 		}
-		want := []string{"the database's schema is " + itoa(newer), "this binary knows up to " + itoa(binary), "run the newer binary or restore"}
+		want := []string{"the database's schema is " + schemaText(newer), "this binary knows up to " + schemaText(binary), "run the newer binary or restore"}
 		for _, w := range want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("error %q lacks %q", err, w)
@@ -81,4 +81,5 @@ func TestSchemaVersionIsTheHighestMigration(t *testing.T) {
 	})
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// schemaText is a schema version as SQL and messages write it.
+func schemaText(n int64) string { return strconv.FormatInt(n, 10) }
