@@ -265,7 +265,8 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 
 // CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
-// the recorded job runs older than retention; then the overview's
+// the recorded job runs older than retention; the webhook deliveries
+// delivered over models.WebhookDeliveredKeep ago; then the overview's
 // per-minute rollups older than models.RollupRetention (whatever the
 // attempts' retention: the overview reads no further back), the sessions
 // past their end and the login throttles whose window and lock are over. Ledgers and
@@ -273,25 +274,34 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
-		var total int64
-		for ctx.Err() == nil {
-			n, err := del(ctx, cutoff, cleanupBatch)
-			total += n
-			if err != nil || n < cleanupBatch {
-				return total, err
-			}
-		}
-		return total, ctx.Err()
+		return drainBefore(ctx, del, cutoff)
 	}
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
+	deliveredCutoff := s.Now().Add(-models.WebhookDeliveredKeep)
+	delivered, derr := drainBefore(ctx, s.DeleteOldDeliveries, deliveredCutoff)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
 	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
 	sessions, serr := a.PruneSessions(ctx, s.Now())
-	err := errors.Join(aerr, rerr, uerr, serr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s; %d ended sessions and login throttles",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err
+	err := errors.Join(aerr, rerr, derr, uerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d webhook deliveries delivered before %s, %d overview rollup rows from before %s; %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), delivered, deliveredCutoff.Format("2006-01-02 15:04Z"),
+		rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err
+}
+
+// drainBefore runs del on rows before cutoff, cleanupBatch at a time in
+// transactions of their own, until a batch comes back short.
+func drainBefore(ctx context.Context, del func(context.Context, time.Time, int) (int64, error), cutoff time.Time) (int64, error) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := del(ctx, cutoff, cleanupBatch)
+		total += n
+		if err != nil || n < cleanupBatch {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
 }
 
 func retentionText(d time.Duration) string {

@@ -879,14 +879,15 @@ func lastProblem(r DeliveryResult) string {
 // WebhookDeliveredKeep is how long a delivered row is kept.
 const WebhookDeliveredKeep = 7 * 24 * time.Hour
 
-// CleanDeliveries deletes up to limit deliveries delivered before now −
-// WebhookDeliveredKeep and returns how many it deleted. FAILED and
-// waiting ones are kept: they are someone's to look at.
-func (s *Store) CleanDeliveries(ctx context.Context, limit int) (int64, error) {
+// DeleteOldDeliveries deletes up to limit deliveries delivered before
+// before and returns how many it deleted; the cleanup job passes now −
+// WebhookDeliveredKeep. FAILED and waiting ones are kept: they are
+// someone's to look at, and go with their subscription.
+func (s *Store) DeleteOldDeliveries(ctx context.Context, before time.Time, limit int) (int64, error) {
 	res := s.W.WithContext(ctx).Exec(`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
-		WHERE status = 'DELIVERED' AND delivered_at < ? ORDER BY delivered_at LIMIT ?)`, s.Now().Add(-WebhookDeliveredKeep), limit)
+		WHERE status = 'DELIVERED' AND delivered_at < ? ORDER BY delivered_at LIMIT ?)`, before, limit)
 	if res.Error != nil {
-		return 0, fmt.Errorf("clean deliveries: %w", res.Error)
+		return 0, fmt.Errorf("delete old deliveries: %w", res.Error)
 	}
 	return res.RowsAffected, nil
 }

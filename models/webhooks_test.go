@@ -399,7 +399,7 @@ func TestWebhookDeleteAndClean(t *testing.T) {
 		b.record(t, sends[0], ok200)
 		b.record(t, sends[1], models.DeliveryResult{Status: 404})
 		b.clock.Advance(models.WebhookDeliveredKeep + time.Second)
-		n, err := b.s.CleanDeliveries(b.ctx, 100)
+		n, err := b.s.DeleteOldDeliveries(b.ctx, b.clock.Now().Add(-models.WebhookDeliveredKeep), 100)
 		if err != nil || n != 1 {
 			t.Fatalf("cleaned %d, %v; want the delivered one", n, err)
 		}
