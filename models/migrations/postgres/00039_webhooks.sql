@@ -45,8 +45,11 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_at, id) WHERE st
 -- An order's earlier undelivered events, which hold its later ones back.
 CREATE INDEX webhook_deliveries_order ON webhook_deliveries (subscription_id, order_no, event_id)
     WHERE status IN ('PENDING','RETRY') AND order_no <> '';
--- One subscription's page of deliveries, newest first; the cleanup.
+-- One subscription's page of deliveries, newest first, of every status
+-- and of one; its counts by status (the list, the metrics at each scrape).
 CREATE INDEX webhook_deliveries_sub ON webhook_deliveries (subscription_id, id);
+CREATE INDEX webhook_deliveries_sub_status ON webhook_deliveries (subscription_id, status, id);
+-- The cleanup.
 CREATE INDEX webhook_deliveries_delivered ON webhook_deliveries (delivered_at) WHERE status = 'DELIVERED';
 
 -- +goose Down
