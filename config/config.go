@@ -48,6 +48,7 @@ type Config struct {
 	WorkerBatch       int           // tasks claimed per worker round
 	Pools             int           // worker loops in this process, each with its own lease owner name
 	LeaseDuration     time.Duration // how long a claimed task stays ours
+	WebhookTimeout    time.Duration // how long one webhook send may take
 	SweepEvery        time.Duration // release sweep interval
 	TimeoutCloseEvery time.Duration // timeout close of unpaid orders interval
 	LeaseRescueEvery  time.Duration // rescue of expired leases interval
@@ -143,6 +144,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
+	webhookTimeout := text("webhook-timeout", "UNHOLD_WEBHOOK_TIMEOUT", "10s", "how long one webhook send may take, 1s to 5m")
 	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")
 	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
 	rescue := text("lease-rescue-every", "UNHOLD_LEASE_RESCUE_EVERY", "30s", "lease rescue interval")
@@ -257,6 +259,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	cfg.CPUProfile = cpuProfile.value
 	if cfg.LeaseDuration, err = durationMin(lease, time.Second); err != nil {
 		return Config{}, err
+	}
+	if cfg.WebhookTimeout, err = durationMin(webhookTimeout, time.Second); err != nil {
+		return Config{}, err
+	}
+	if cfg.WebhookTimeout > 5*time.Minute {
+		return Config{}, webhookTimeout.errorf("a duration from 1s to 5m")
 	}
 	if cfg.SweepEvery, err = interval(sweep); err != nil {
 		return Config{}, err

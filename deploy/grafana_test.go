@@ -114,6 +114,7 @@ func TestGrafanaDashboard(t *testing.T) {
 		"unhold_recon_open_diffs", "unhold_recon_skipped_keys",
 		"unhold_http_requests_total", "unhold_http_request_duration_seconds_bucket",
 		"unhold_db_up", "go_sql_in_use_connections", "process_resident_memory_bytes",
+		"unhold_webhook_backlog", "unhold_webhook_oldest_age_seconds", "unhold_webhook_deliveries_total", "unhold_webhook_paused",
 	} {
 		if !slices.ContainsFunc(all, func(e string) bool { return strings.Contains(e, m+"{") || strings.Contains(e, m+"[") }) {
 			t.Errorf("no panel reads %s", m)

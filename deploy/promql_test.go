@@ -81,6 +81,11 @@ func serverMetrics(t *testing.T) exported {
 	if _, err := s.RunReconciliation(ctx, models.ReconByCLI, "test"); err != nil {
 		t.Fatal(err)
 	}
+	// A subscription, so that the per-subscription webhook gauges have
+	// samples.
+	if _, _, err := s.CreateWebhook(ctx, models.NewWebhook{URL: "http://127.0.0.1:9/hook"}, "test"); err != nil {
+		t.Fatal(err)
+	}
 
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()

@@ -291,7 +291,8 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 
 // CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
-// the recorded job runs older than retention; then the overview's
+// the recorded job runs older than retention; the webhook deliveries
+// delivered over models.WebhookDeliveredKeep ago; then the overview's
 // per-minute rollups older than models.RollupRetention (whatever the
 // attempts' retention: the overview reads no further back), the events
 // older than eventsKeep (models.DeleteOldEvents), the sessions
@@ -300,28 +301,36 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention, eventsKeep time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
-		var total int64
-		for ctx.Err() == nil {
-			n, err := del(ctx, cutoff, cleanupBatch)
-			total += n
-			if err != nil || n < cleanupBatch {
-				return total, err
-			}
-		}
-		return total, ctx.Err()
+		return drainBefore(ctx, del, cutoff)
 	}
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
+	deliveredCutoff := s.Now().Add(-models.WebhookDeliveredKeep)
+	delivered, derr := drainBefore(ctx, s.DeleteOldDeliveries, deliveredCutoff)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
 	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
 	eventsCutoff := s.Now().Add(-eventsKeep)
 	events, eerr := s.DeleteOldEvents(ctx, eventsCutoff)
 	sessions, serr := a.PruneSessions(ctx, s.Now())
-	err := errors.Join(aerr, rerr, uerr, eerr, serr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s, %d events from before %s (kept %s); %d ended sessions and login throttles",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"),
-		events, eventsCutoff.Format("2006-01-02 15:04Z"), retentionText(eventsKeep), sessions), err
+	err := errors.Join(aerr, rerr, derr, uerr, eerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d webhook deliveries delivered before %s, %d overview rollup rows from before %s, %d events from before %s (kept %s); %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), delivered, deliveredCutoff.Format("2006-01-02 15:04Z"),
+		rollups, rollupCutoff.Format("2006-01-02 15:04Z"), events, eventsCutoff.Format("2006-01-02 15:04Z"), retentionText(eventsKeep), sessions), err
+}
+
+// drainBefore runs del on rows before cutoff, cleanupBatch at a time in
+// transactions of their own, until a batch comes back short.
+func drainBefore(ctx context.Context, del func(context.Context, time.Time, int) (int64, error), cutoff time.Time) (int64, error) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := del(ctx, cutoff, cleanupBatch)
+		total += n
+		if err != nil || n < cleanupBatch {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
 }
 
 func retentionText(d time.Duration) string {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -90,6 +91,10 @@ type Options struct {
 	// a type, a class, or both (RetryPolicy).
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
+	// LookupHost resolves a webhook URL's host when a subscription is
+	// made, to refuse one that names a link-local address; nil is the
+	// system resolver.
+	LookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -121,6 +126,8 @@ type Store struct {
 	// approval says which tasks' reruns and abandons need a second person.
 	approval approvalPolicy
 	retry    retryPolicies
+	// lookupHost is Options.LookupHost.
+	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -159,7 +166,10 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
 		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA,
-		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes)}
+		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes), lookupHost: opt.LookupHost}
+	if s.lookupHost == nil {
+		s.lookupHost = net.DefaultResolver.LookupHost
+	}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}

@@ -22,6 +22,8 @@ func TestSay(t *testing.T) {
 			"删除了 2026-08-31 10:00Z 之前已完成任务的尝试记录 3 条、定时任务运行记录 1 条（保留 90 天），2026-11-20 10:00Z 之前的概览汇总 7 行；已结束的会话与登录限流 0 条"},
 		{"wrote unhold-20261205T031500Z.db (1048576 bytes); removed 1 older backups, keeping the newest 7",
 			"已写入备份 unhold-20261205T031500Z.db（1048576 字节）；删除较旧的备份 1 个，保留最新的 7 个"},
+		{"deleted 3 attempts of finished tasks and 1 job runs from before 2026-08-31 10:00Z (kept 90 days), 2 webhook deliveries delivered before 2026-11-22 10:00Z, 7 overview rollup rows from before 2026-11-20 10:00Z, 5 events from before 2026-11-28 10:00Z (kept 7 days); 0 ended sessions and login throttles",
+			"删除了 2026-08-31 10:00Z 之前已完成任务的尝试记录 3 条、定时任务运行记录 1 条（保留 90 天），2026-11-22 10:00Z 之前已送达的 Webhook 投递 2 条，2026-11-20 10:00Z 之前的概览汇总 7 行，2026-11-28 10:00Z 之前的事件 5 条（保留 7 天）；已结束的会话与登录限流 0 条"},
 		{"1 task(s) made due", "1 个任务已重新排队"},
 		{"run 4: 2 diffs, 1 new tickets, 0 closed", "第 4 次对账：发现差异 2 处，新开工单 1 个，自动关闭 0 个"},
 		{"run 5: 0 diffs, 0 new tickets, 0 closed; partial: giftcard 8 keys not checked (no answer 5, answered for another key 3); seat 2 keys not checked (refused 2)",

@@ -11,7 +11,7 @@ import (
 // routes lists every route of the server with the gate it needs. add is the
 // only way a route is registered, so none can be left without a gate.
 func (s *server) routes(e *echo.Echo) {
-	const get, post, put = http.MethodGet, http.MethodPost, http.MethodPut
+	const get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
 	add := func(method, path string, g gate, h echo.HandlerFunc) {
 		ri := e.Add(method, path, h)
 		s.gates[routeKey(ri.Method, ri.Path)] = g
@@ -143,5 +143,14 @@ func (s *server) routes(e *echo.Echo) {
 	// non-admin its operational entries only, without request metadata.
 	add(get, api+"/audit", gateViewer, s.apiAudit)
 	add(get, api+"/audit/:id", gateViewer, s.apiAuditEntry)
+	// Webhook subscriptions: their URLs and secrets are the admins'.
+	add(post, api+"/webhooks", gateAdmin, s.apiCreateWebhook)
+	add(get, api+"/webhooks", gateAdmin, s.apiWebhooks)
+	add(get, api+"/webhooks/:id", gateAdmin, s.apiWebhook)
+	add(del, api+"/webhooks/:id", gateAdmin, s.apiDeleteWebhook)
+	add(post, api+"/webhooks/:id/pause", gateAdmin, s.apiPauseWebhook)
+	add(post, api+"/webhooks/:id/resume", gateAdmin, s.apiResumeWebhook)
+	add(get, api+"/webhooks/:id/deliveries", gateAdmin, s.apiWebhookDeliveries)
+	add(post, api+"/webhooks/:id/deliveries/:did/redeliver", gateAdmin, s.apiRedeliver)
 	add(get, api+"/openapi.json", gateViewer, s.openAPI())
 }

@@ -135,6 +135,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			workers.Add(1)
 			go func() { defer workers.Done(); jobs.ListenDue(workCtx, cfg.DB, wake, log) }()
 		}
+		// Webhooks go out from a loop of their own, so a slow subscriber
+		// never holds a release back.
+		hooks := jobs.NewWebhookSender(s, cfg.WorkerID+"-webhooks", cfg.WebhookTimeout, jobs.DefaultWebhookSends, log).WithMetrics(m)
+		workers.Add(1)
+		go func() { defer workers.Done(); hooks.Run(workCtx) }()
 		if sched, err = startCron(cronCtx, cfg, s, a, pools[0], loc, log); err != nil {
 			return err
 		}
