@@ -52,9 +52,9 @@ func TestLayoutByRole(t *testing.T) {
 			t.Errorf("%s signed out: no language switch", lang)
 		}
 		for role, want := range map[string]map[string]bool{
-			RoleViewer:   {"nav-audit": true, "nav-orders": true, "nav-users": false, "nav-tokens": false},
-			RoleOperator: {"nav-audit": true, "nav-users": false, "nav-tokens": false},
-			RoleAdmin:    {"nav-audit": true, "nav-users": true, "nav-tokens": true},
+			RoleViewer:   {"nav-audit": true, "nav-orders": true, "nav-users": false, "nav-tokens": false, "nav-webhooks": false},
+			RoleOperator: {"nav-audit": true, "nav-users": false, "nav-tokens": false, "nav-webhooks": false},
+			RoleAdmin:    {"nav-audit": true, "nav-users": true, "nav-tokens": true, "nav-webhooks": true},
 		} {
 			out := body(lang, role)
 			for id, shown := range want {
@@ -274,7 +274,8 @@ func TestAuditActionsTranslated(t *testing.T) {
 	t.Parallel()
 	for _, a := range []string{"rerun", "bulk_rerun", "diff_ack", "diff_resolve", "recon_run_now", "job_run_now", "login",
 		"logout", "password_change", "user_create", "user_role", "user_disable", "user_enable", "user_reset_password",
-		"token_create", "token_revoke", "denied", "set_stock", "credit", "coupon_create", "activity_set", "slot_put"} {
+		"token_create", "token_revoke", "denied", "set_stock", "credit", "coupon_create", "activity_set", "slot_put",
+		"webhook_create", "webhook_delete", "webhook_pause", "webhook_resume", "webhook_redeliver"} {
 		for _, lang := range []Lang{LangZH, LangEN} {
 			if got := auditAction(Page{Lang: lang}, a); got == a && lang == LangZH {
 				t.Errorf("action %s has no Chinese name", a)
