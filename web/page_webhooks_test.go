@@ -181,7 +181,12 @@ func TestWebhookCreateShowsSecretOnce(t *testing.T) {
 			t.Fatalf("subscriptions %+v", subs)
 		}
 		checkText(t, hookRowOf(body, subs[0].ID), "webhook-types", "order.closed, hold.released")
-		wantAuditBy(t, oneAudit(t, b, "webhook_create"), "root", "admin", models.WebhookTarget(subs[0].ID), "ok")
+		created := oneAudit(t, b, "webhook_create")
+		wantAuditBy(t, created, "root", "admin", models.WebhookTarget(subs[0].ID), "ok")
+		target := testidElement(auditRowOf(getPage(t, b, "/audit", false, http.StatusOK), created.ID), "audit-target")
+		if m := hrefRE.FindStringSubmatch(target); m == nil || m[1] != "/webhooks/"+strconv.FormatInt(subs[0].ID, 10) {
+			t.Errorf("the audit log's target does not link the subscription: %s", target)
+		}
 
 		page := "/webhooks/" + strconv.FormatInt(subs[0].ID, 10)
 		for _, path := range []string{"/webhooks", page} {
