@@ -3,6 +3,7 @@ package views
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // testid is how a data-testid appears in the HTML.
@@ -309,6 +310,8 @@ func TestNamesAreEscaped(t *testing.T) {
 	const escaped = `&lt;script&gt;alert(1)&lt;/script&gt;`
 	p := testPage(LangZH, RoleAdmin, "users.title", "users")
 	p.User = evil
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	hook := WebhookRow{ID: 1, URL: evil, CreatedBy: evil, PausedAt: &at, PausedReason: evil}
 	pages := map[string]string{
 		"users": renderHTML(t, UsersPage(p, UsersView{Roles: []string{"viewer"},
 			Users:  []UserRow{{ID: 2, Name: evil, Role: "viewer", RoleURL: "/r", DisableURL: "/d", ResetURL: "/x"}},
@@ -316,6 +319,10 @@ func TestNamesAreEscaped(t *testing.T) {
 		"tokens": renderHTML(t, TokensPage(p, TokensView{Tokens: []TokenRow{{ID: 1, Name: evil, Prefix: evil, CreatedBy: evil, RevokeURL: "/r"}}})),
 		"audit":  renderHTML(t, AuditPage(p, AuditView{Actor: evil, Rows: []AuditRow{{ID: 1, Actor: evil, Target: evil, Reason: evil, UserAgent: `"><script>alert(1)</script>`}}})),
 		"login":  renderHTML(t, LoginPage(testPage(LangZH, "", "login.title", ""), LoginView{Name: evil, Next: evil, Error: "LOGIN_THROTTLED", RetryAfter: evil})),
+		// A subscriber's answer is anybody's text.
+		"webhook": renderHTML(t, WebhookPage(p, WebhookDetailView{Sub: hook, Deliveries: []DeliveryRow{{ID: 1, Status: "FAILED",
+			LastStatus: 400, LastError: evil, LastAnswer: evil, RedeliverURL: "/r"}}})),
+		"webhooks": renderHTML(t, WebhooksPage(p, WebhooksView{Rows: []WebhookRow{hook}, Form: WebhookForm{URL: evil, Error: evil}})),
 	}
 	for name, out := range pages {
 		if strings.Contains(out, "<script>alert(1)") {
