@@ -92,6 +92,15 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/admin/tokens", gateAdmin, s.tokensPage)
 	add(post, "/admin/tokens", gateAdmin, s.tokenCreate)
 	add(post, "/admin/tokens/:id/revoke", gateAdmin, s.tokenRevoke)
+	// Webhook subscriptions hold a URL the server sends to and a signing
+	// secret: admins only, like users and tokens.
+	add(get, "/webhooks", gateAdmin, s.webhooksPage)
+	add(post, "/webhooks", gateAdmin, s.webhookCreate)
+	add(get, "/webhooks/:id", gateAdmin, s.webhookPage)
+	add(post, "/webhooks/:id/pause", gateAdmin, s.webhookPause)
+	add(post, "/webhooks/:id/resume", gateAdmin, s.webhookResume)
+	add(post, "/webhooks/:id/delete", gateAdmin, s.webhookDelete)
+	add(post, "/webhooks/:id/deliveries/:did/redeliver", gateAdmin, s.webhookRedeliver)
 
 	// JSON API, with bearer tokens: integrations read and write, ops rerun.
 	const api = "/api/v1"
