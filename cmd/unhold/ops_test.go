@@ -44,9 +44,7 @@ func TestVersionCommand(t *testing.T) {
 	}
 
 	db, s := migratedSQLite(t)
-	if err := s.W.Exec("DELETE FROM goose_db_version WHERE version_id = ?", binary).Error; err != nil {
-		t.Fatal(err)
-	}
+	prev := oneMigrationBehind(t, s, binary)
 	out.Reset()
 	if err := run(ctx, []string{"version", "-json", "-db", db}, noEnv, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
@@ -55,14 +53,14 @@ func TestVersionCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
 		t.Fatalf("unhold version -json: %v\n%s", err, out.String())
 	}
-	if got.Schema != binary || got.DBSchema == nil || *got.DBSchema != binary-1 || got.GoVersion != runtime.Version() {
-		t.Errorf("unhold version -json -db = %s, want schema %d and db_schema %d", out.String(), binary, binary-1)
+	if got.Schema != binary || got.DBSchema == nil || *got.DBSchema != prev || got.GoVersion != runtime.Version() {
+		t.Errorf("unhold version -json -db = %s, want schema %d and db_schema %d", out.String(), binary, prev)
 	}
 	out.Reset()
-	if err := run(ctx, []string{"version", "-db", db}, noEnv, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), fmt.Sprintf("db schema:  %d\n", binary-1)) {
+	if err := run(ctx, []string{"version", "-db", db}, noEnv, nil, &out, io.Discard); err != nil || !strings.Contains(out.String(), fmt.Sprintf("db schema:  %d\n", prev)) {
 		t.Errorf("unhold version -db = %v:\n%s", err, out.String())
 	}
-	if v, _ := s.DBSchemaVersion(ctx); v != binary-1 {
+	if v, _ := s.DBSchemaVersion(ctx); v != prev {
 		t.Errorf("unhold version -db changed the schema to %d", v)
 	}
 	missing := filepath.Join(t.TempDir(), "none.db")
@@ -128,15 +126,13 @@ func TestStartRefusesOtherSchemas(t *testing.T) {
 		t.Errorf("unhold web -migrate=false on an empty database = %v, want it to ask for unhold migrate", err)
 	}
 	older, o := migratedSQLite(t)
-	if err := o.W.Exec("DELETE FROM goose_db_version WHERE version_id = ?", binary).Error; err != nil {
-		t.Fatal(err)
-	}
+	prev := oneMigrationBehind(t, o, binary)
 	env := func(k string) string { return map[string]string{"UNHOLD_MIGRATE": "false"}[k] }
 	err = run(ctx, []string{"worker", "-db", older}, env, nil, io.Discard, io.Discard)
 	if !errors.Is(err, models.ErrSchemaOlder) {
 		t.Errorf("UNHOLD_MIGRATE=false unhold worker one migration behind = %v, want ErrSchemaOlder", err)
 	}
-	if v, _ := o.DBSchemaVersion(ctx); v != binary-1 {
+	if v, _ := o.DBSchemaVersion(ctx); v != prev {
 		t.Errorf("a refused start migrated the database to %d", v)
 	}
 	current, _ := migratedSQLite(t)
@@ -252,4 +248,18 @@ func TestBackupRestoreWhileReleasesRun(t *testing.T) {
 	if orders < 40 {
 		t.Errorf("the restored backup holds %d orders, want at least the 40 placed before it", orders)
 	}
+}
+
+// oneMigrationBehind forgets s's newest migration, binary, and returns the
+// schema s reads as then: the migration before it (numbers have gaps).
+func oneMigrationBehind(t *testing.T, s *models.Store, binary int64) int64 {
+	t.Helper()
+	if err := s.W.Exec("DELETE FROM goose_db_version WHERE version_id = ?", binary).Error; err != nil {
+		t.Fatal(err)
+	}
+	prev, err := s.DBSchemaVersion(context.Background())
+	if err != nil || prev <= 0 || prev >= binary {
+		t.Fatalf("one migration behind %d reads as %d (%v)", binary, prev, err)
+	}
+	return prev
 }
