@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -139,6 +140,9 @@ func TestStartRefusesOtherSchemas(t *testing.T) {
 	err = run(ctx, []string{"web", "-migrate=false", "-addr", "127.0.0.1:0", "-db", fresh}, noEnv, nil, io.Discard, io.Discard)
 	if !errors.Is(err, models.ErrSchemaOlder) || !strings.Contains(err.Error(), "run unhold migrate") {
 		t.Errorf("unhold web -migrate=false on an empty database = %v, want it to ask for unhold migrate", err)
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unhold web -migrate=false made a database at a missing path: %v", err)
 	}
 	older, o := migratedSQLite(t)
 	prev := unapplyNewest(t, o, binary)
