@@ -166,8 +166,9 @@ func TestWebhookDialRefusesLinkLocal(t *testing.T) {
 	}
 }
 
-// TestWebhookSlowSubscriberDoesNotStall: while one subscriber takes its
-// time over every request, another's events are delivered.
+// TestWebhookSlowSubscriberDoesNotStall: while two subscribers take their
+// time over every request (between them, every slot if each took half),
+// another's events are delivered.
 func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
@@ -181,11 +182,13 @@ func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
+	slow2 := httptest.NewServer(slow.Config.Handler)
+	defer slow2.Close()
 	defer close(release)
 	fast := &subscriber{}
 	fastSrv := httptest.NewServer(fast)
 	defer fastSrv.Close()
-	for _, u := range []string{slow.URL, fastSrv.URL} {
+	for _, u := range []string{slow.URL, slow2.URL, fastSrv.URL} {
 		if _, _, err := s.CreateWebhook(ctx, models.NewWebhook{URL: u}, "admin"); err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +208,7 @@ func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fast subscriber got %d of 6 while the slow one held its sends", n)
+			t.Fatalf("the fast subscriber got %d of 6 while the slow ones held their sends", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
