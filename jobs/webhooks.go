@@ -309,8 +309,10 @@ func retryAfter(h string, now time.Time) time.Duration {
 	if h == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(h); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil && n > 0 {
+		// Bounded before it is multiplied: a huge n would wrap, to a
+		// wait of a moment or less than none.
+		return time.Duration(min(n, int64(models.WebhookRetryMax/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil && t.After(now) {
 		return t.Sub(now)
