@@ -87,8 +87,9 @@ func BackupSQLite(ctx context.Context, path, to string) error {
 // with a schema this binary knows (an older one is migrated at the next
 // start); from is not changed. A database to that a running process holds
 // open is refused (ErrInUse). The backup is copied beside to and checked
-// there, then renamed over to, whose old -wal and -shm files go first:
-// to is the old database or the backup, never a mix.
+// there, its next event ids set after those to gave (keepEventIDs), then
+// renamed over to, whose old -wal and -shm files go first: to is the old
+// database or the backup, never a mix.
 //
 // A process that opens to during the restore is not seen: stop the
 // servers before restoring.
