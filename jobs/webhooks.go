@@ -28,8 +28,9 @@ import (
 const (
 	DefaultWebhookTimeout = 10 * time.Second
 	// DefaultWebhookSends is how many sends run at once in one process;
-	// one subscription takes at most half of them, so a slow subscriber
-	// cannot stall the others.
+	// one subscription takes at most half of them, and the last one free
+	// only when it has none under way, so slow subscribers cannot stall
+	// the others (see roomFor).
 	DefaultWebhookSends = 8
 	// webhookPoll is how often the sender looks for new events and due
 	// deliveries when nothing wakes it.
@@ -172,8 +173,8 @@ func (w *WebhookSender) step(ctx context.Context) int {
 	w.mu.Lock()
 	free := w.free
 	var busy []int64
-	for sub, n := range w.inFlight {
-		if n >= w.perSub {
+	for sub := range w.inFlight {
+		if !w.roomFor(sub) {
 			busy = append(busy, sub)
 		}
 	}
@@ -193,7 +194,7 @@ func (w *WebhookSender) step(ctx context.Context) int {
 	w.mu.Lock()
 	for _, send := range claimed {
 		sub := send.Delivery.SubscriptionID
-		if w.inFlight[sub] >= w.perSub {
+		if w.free == 0 || !w.roomFor(sub) {
 			back = append(back, send)
 			continue
 		}
@@ -208,6 +209,16 @@ func (w *WebhookSender) step(ctx context.Context) int {
 		w.log.Warn("webhook deliveries not handed back; their lease runs out by itself", slog.Any("err", err))
 	}
 	return started
+}
+
+// roomFor tells whether subscription sub may start one more send; w.mu
+// is held. It may while it has fewer than half the slots under way, and
+// the last free slot only when it has none: however many subscribers
+// hang, one slot stays for those not sending (two dead subscribers
+// holding half each would otherwise stall every other one).
+func (w *WebhookSender) roomFor(sub int64) bool {
+	n := w.inFlight[sub]
+	return n < w.perSub && (n == 0 || w.free > 1)
 }
 
 // lease is how long a claimed delivery is the sender's: the send's
@@ -298,8 +309,10 @@ func retryAfter(h string, now time.Time) time.Duration {
 	if h == "" {
 		return 0
 	}
-	if n, err := strconv.Atoi(h); err == nil && n > 0 {
-		return time.Duration(n) * time.Second
+	if n, err := strconv.ParseInt(h, 10, 64); err == nil && n > 0 {
+		// Bounded before it is multiplied: a huge n would wrap, to a
+		// wait of a moment or less than none.
+		return time.Duration(min(n, int64(models.WebhookRetryMax/time.Second))) * time.Second
 	}
 	if t, err := http.ParseTime(h); err == nil && t.After(now) {
 		return t.Sub(now)

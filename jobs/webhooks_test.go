@@ -166,8 +166,9 @@ func TestWebhookDialRefusesLinkLocal(t *testing.T) {
 	}
 }
 
-// TestWebhookSlowSubscriberDoesNotStall: while one subscriber takes its
-// time over every request, another's events are delivered.
+// TestWebhookSlowSubscriberDoesNotStall: while two subscribers take their
+// time over every request (between them, every slot if each took half),
+// another's events are delivered.
 func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 	t.Parallel()
 	s := modelstest.Open(t, models.SQLite, models.Options{})
@@ -181,11 +182,13 @@ func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 		}
 	}))
 	defer slow.Close()
+	slow2 := httptest.NewServer(slow.Config.Handler)
+	defer slow2.Close()
 	defer close(release)
 	fast := &subscriber{}
 	fastSrv := httptest.NewServer(fast)
 	defer fastSrv.Close()
-	for _, u := range []string{slow.URL, fastSrv.URL} {
+	for _, u := range []string{slow.URL, slow2.URL, fastSrv.URL} {
 		if _, _, err := s.CreateWebhook(ctx, models.NewWebhook{URL: u}, "admin"); err != nil {
 			t.Fatal(err)
 		}
@@ -205,10 +208,39 @@ func TestWebhookSlowSubscriberDoesNotStall(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the fast subscriber got %d of 6 while the slow one held its sends", n)
+			t.Fatalf("the fast subscriber got %d of 6 while the slow ones held their sends", n)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	cancel()
 	<-done
+}
+
+// TestWebhookRetryAfterHuge: a Retry-After of more seconds than a
+// time.Duration holds waits the longest retry, not the moment it wraps to
+// (18446744074 s is 0.29 s past 2^64 ns).
+func TestWebhookRetryAfterHuge(t *testing.T) {
+	t.Parallel()
+	s := modelstest.Open(t, models.SQLite, models.Options{})
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "18446744074")
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	hook, _, err := s.CreateWebhook(ctx, models.NewWebhook{URL: srv.URL}, "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	emitEvent(t, s, models.EventOrderClosed, "o-1")
+	if n := jobs.NewWebhookSender(s, "w1", time.Second, 2, modelstest.QuietLog()).Drain(ctx); n != 1 {
+		t.Fatalf("sent %d", n)
+	}
+	page, err := s.WebhookDeliveries(ctx, hook.ID, models.DeliveryFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := page.Deliveries[0]; d.Status != models.DeliveryRetry || d.NextAt.Sub(d.UpdatedAt) != models.WebhookRetryMax {
+		t.Fatalf("after 503 with Retry-After 18446744074: %s, next in %s; want RETRY in %s", d.Status, d.NextAt.Sub(d.UpdatedAt), models.WebhookRetryMax)
+	}
 }

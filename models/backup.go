@@ -87,8 +87,9 @@ func BackupSQLite(ctx context.Context, path, to string) error {
 // with a schema this binary knows (an older one is migrated at the next
 // start); from is not changed. A database to that a running process holds
 // open is refused (ErrInUse). The backup is copied beside to and checked
-// there, then renamed over to, whose old -wal and -shm files go first:
-// to is the old database or the backup, never a mix.
+// there, its next event ids set after those to gave (keepEventIDs), then
+// renamed over to, whose old -wal and -shm files go first: to is the old
+// database or the backup, never a mix.
 //
 // A process that opens to during the restore is not seen: stop the
 // servers before restoring.
@@ -126,6 +127,9 @@ func RestoreSQLite(ctx context.Context, from, to string) error {
 	if err := notInUse(ctx, to); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	if err := keepEventIDs(ctx, to, tmpPath); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
 	for _, side := range []string{to + "-wal", to + "-shm"} {
 		if err := os.Remove(side); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("restore: %w", err)
@@ -135,6 +139,55 @@ func RestoreSQLite(ctx context.Context, from, to string) error {
 		return fmt.Errorf("restore: %w", err)
 	}
 	return syncDir(filepath.Dir(to))
+}
+
+// keepEventIDs makes the restored copy at path number its next events
+// after every event id the database it replaces, old, ever gave: pollers
+// and webhook subscribers hold those ids (after=, Unhold-Event-Id), and a
+// new event that took one again would be skipped or taken for one seen.
+// A copy with no events table (a schema before them) is left as it is.
+func keepEventIDs(ctx context.Context, old, path string) error {
+	if _, err := os.Stat(old); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	var given int64
+	if err := onSQLite(ctx, old, func(db *sql.DB) error {
+		return db.QueryRowContext(ctx, `SELECT COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0)
+			WHERE EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'sqlite_sequence')`).Scan(&given)
+	}); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("read the event ids of %s: %w", old, err)
+	}
+	if given == 0 {
+		return nil
+	}
+	err := onSQLite(ctx, path, func(db *sql.DB) error {
+		var tables int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'events'").Scan(&tables); err != nil || tables == 0 {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, "DELETE FROM sqlite_sequence WHERE name = 'events' AND seq < ?", given); err != nil {
+			return err
+		}
+		_, err := db.ExecContext(ctx, `INSERT INTO sqlite_sequence (name, seq) SELECT 'events', ?
+			WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'events')`, given)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("number the restored events after %d: %w", given, err)
+	}
+	return nil
+}
+
+// onSQLite runs f on a connection of its own to the SQLite file at path,
+// in rollback journal mode (as the files a restore handles are).
+func onSQLite(ctx context.Context, path string, f func(*sql.DB) error) error {
+	db, err := sql.Open(sqlite.DriverName, "file:"+uriPath.Replace(path)+"?_pragma=busy_timeout(1000)&_pragma=journal_mode(DELETE)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	return f(db)
 }
 
 // checkBackup opens the copy at path of the backup named name and checks

@@ -144,6 +144,13 @@ func TestRestoreRefusesAnOpenDatabase(t *testing.T) {
 	if _, err := r.OrderChain(ctx, "o-2"); !errors.Is(err, models.ErrNotFound) {
 		t.Errorf("the restored database has o-2, placed after the backup: %v", err)
 	}
+	// o-2's order.closed had id 2 before the restore: a poller or a
+	// subscriber holds it, so a new event never takes it again.
+	must(t, func() error { return r.EmitEvent(ctx, models.EventOrderClosed, "o-3") })
+	evs, err := r.EventsAfter(ctx, 0, 10, nil)
+	if err != nil || len(evs) != 2 || evs[0].OrderNo != "o-1" || evs[1].OrderNo != "o-3" || evs[1].ID <= 2 {
+		t.Fatalf("events after the restore: %+v, %v; want o-1's and o-3's, o-3's after id 2", evs, err)
+	}
 }
 
 // execSQLite runs one statement on a SQLite file of its own connection.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -139,6 +141,10 @@ func (s *Store) CreateWebhook(ctx context.Context, w NewWebhook, actor string) (
 		return WebhookSubscription{}, "", invalid("secret must be at least %d bytes (it is %d); leave it out to have one made", MinWebhookSecret, len(secret))
 	case len(secret) > maxWebhookSecret:
 		return WebhookSubscription{}, "", invalid("secret must be at most %d bytes", maxWebhookSecret)
+	case !utf8.ValidString(secret):
+		return WebhookSubscription{}, "", invalid("secret must be UTF-8 text")
+	case strings.ContainsFunc(secret, unicode.IsControl):
+		return WebhookSubscription{}, "", invalid("secret must not hold a control character (a NUL, a newline, a tab)")
 	}
 	types, err := ParseEventTypes(joinEventTypes(w.Types))
 	if err != nil {

@@ -99,6 +99,9 @@ func TestWebhookBadInput(t *testing.T) {
 			{"http://nowhere.example/hook", "", "does not resolve"},
 			{"http:///hook", "", "must name a host"},
 			{"http://ok.example/hook", "fifteen-bytes!!", "at least 16 bytes (it is 15)"},
+			{"http://ok.example/hook", "sixteen-bytes\x00!!", "control character"},
+			{"http://ok.example/hook", "秘密秘密秘密\n", "control character"},
+			{"http://ok.example/hook", "sixteen-bytes\xff!!", "UTF-8"},
 		} {
 			_, secret, err := b.s.CreateWebhook(b.ctx, models.NewWebhook{URL: tc.url, Secret: tc.secret}, "admin")
 			if !errors.Is(err, models.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v5"
 
@@ -25,7 +26,8 @@ type eventsGone struct {
 
 // apiEvents is GET /api/v1/events: the events after ?after (an event id;
 // 0 or absent: from the oldest kept), oldest first, at most ?limit, of
-// the ?type list (comma-separated; absent: every type). next is never
+// the ?type list (comma-separated, or the parameter repeated; absent:
+// every type). next is never
 // empty, the last id answered or after again, so a poller just loops on
 // it (docs/events.md). On PostgreSQL the events committed so far are
 // sequenced first, so a quiet system with no worker running shows them
@@ -44,7 +46,9 @@ func (s *server) apiEvents(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	types, err := models.ParseEventTypes(c.QueryParam("type"))
+	// type may be repeated: every one counts (the first alone would
+	// move next past the events of the others unread).
+	types, err := models.ParseEventTypes(strings.Join(c.QueryParams()["type"], ","))
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,12 @@ func TestAPIEvents(t *testing.T) {
 		if len(closed.Items) != 3 || closed.Items[2].Type != models.EventOrderClosed || closed.Next != strconv.FormatInt(all[4].ID, 10) {
 			t.Fatalf("order.closed only: %+v", closed)
 		}
-		for _, q := range []string{"after=-1", "after=x", "limit=0", "limit=1001", "type=nope", "type=order.closed,order.closed"} {
+		// A repeated type is every one named, never the first alone.
+		repeated := must[readPage[models.Event]](t, b, http.StatusOK, http.MethodGet, "/api/v1/events?type=order.closed&type=hold.released", "")
+		if len(repeated.Items) != 6 || repeated.Next != strconv.FormatInt(all[5].ID, 10) {
+			t.Fatalf("type repeated: %d events, next %s; want all 6", len(repeated.Items), repeated.Next)
+		}
+		for _, q := range []string{"type=order.closed&type=order.closed", "after=-1", "after=x", "limit=0", "limit=1001", "type=nope", "type=order.closed,order.closed"} {
 			wantError(t, b.call(http.MethodGet, "/api/v1/events?"+q, ""), http.StatusBadRequest, "INVALID_INPUT")
 		}
 		wantError(t, b.as(nil).call(http.MethodGet, "/api/v1/events", ""), http.StatusUnauthorized, "UNAUTHENTICATED")

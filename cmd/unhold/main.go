@@ -155,6 +155,12 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 	if err != nil {
 		return nil, err
 	}
+	if !cfg.Migrate && !models.IsPostgres(cfg.DB) {
+		// Opening would make an empty database there, to be refused.
+		if _, err := os.Stat(cfg.DB); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no database at %s: run unhold migrate (of this binary) first, or check -db", models.ErrSchemaOlder, cfg.DB)
+		}
+	}
 	s, err := models.Open(ctx, cfg.DB, opt)
 	if err != nil {
 		return nil, err
