@@ -2,8 +2,13 @@
 
 .PHONY: build run test test-quick test-time check generate bench
 
+# unhold version and /healthz say what was built: the commit and whether
+# the checkout had changes come from git (-buildvcs), the build time from
+# here. The Dockerfile's build sets the same.
+BUILD_TIME = $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+
 build:
-	go build -o bin/unhold ./cmd/unhold
+	go build -buildvcs=auto -ldflags "-X main.buildTime=$(BUILD_TIME)" -o bin/unhold ./cmd/unhold
 
 # Serves the dashboard with demo data on SQLite (unhold.db in this directory).
 run:

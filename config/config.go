@@ -48,6 +48,7 @@ type Config struct {
 	WorkerBatch       int           // tasks claimed per worker round
 	Pools             int           // worker loops in this process, each with its own lease owner name
 	LeaseDuration     time.Duration // how long a claimed task stays ours
+	WebhookTimeout    time.Duration // how long one webhook send may take
 	SweepEvery        time.Duration // release sweep interval
 	TimeoutCloseEvery time.Duration // timeout close of unpaid orders interval
 	LeaseRescueEvery  time.Duration // rescue of expired leases interval
@@ -59,6 +60,10 @@ type Config struct {
 	LogFormat         string        // LogFormatAuto, LogFormatJSON or LogFormatText
 	TZ                string        // business time zone: report days, schedules, and dashboard times until the browser tells its own
 	Args              []string      // positional arguments left after the flags
+	// Migrate says serve, web and worker apply pending migrations at
+	// start; false (for PostgreSQL deployments that run "unhold migrate"
+	// first) refuses a schema other than the binary's instead.
+	Migrate bool
 	// MetricsAddr is where "unhold worker", which has no dashboard, serves
 	// /healthz and /metrics; empty: nowhere.
 	MetricsAddr string
@@ -71,7 +76,13 @@ type Config struct {
 	LedgerReportSchedule string        // yesterday's ledger totals
 	CleanupSchedule      string        // deletion of old attempts of finished tasks
 	AttemptRetentionDays int           // how long those attempts (and recorded job runs) are kept
+	EventsKeep           time.Duration // how long events are kept for pollers (docs/events.md), by the same cleanup
 	JobLease             time.Duration // a cron job's lease across instances, renewed while it runs
+	// BackupDir, when set, is where the backup job writes a copy of the
+	// SQLite database on BackupSchedule, keeping the BackupKeep newest.
+	BackupDir      string
+	BackupSchedule string
+	BackupKeep     int
 
 	// Accounts and HTTP hardening.
 	SessionIdle     time.Duration // a dashboard session ends after this long without a request
@@ -133,6 +144,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
+	webhookTimeout := text("webhook-timeout", "UNHOLD_WEBHOOK_TIMEOUT", "10s", "how long one webhook send may take, 1s to 5m")
 	sweep := text("sweep-every", "UNHOLD_SWEEP_EVERY", "2s", "release sweep interval")
 	timeoutClose := text("timeout-close-every", "UNHOLD_TIMEOUT_CLOSE_EVERY", "10s", "timeout close interval")
 	rescue := text("lease-rescue-every", "UNHOLD_LEASE_RESCUE_EVERY", "30s", "lease rescue interval")
@@ -145,6 +157,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		"cleanup of old task attempts: @every <duration> or a 5-field cron spec, in -tz")
 	retention := text("attempt-retention-days", "UNHOLD_ATTEMPT_RETENTION_DAYS", "90",
 		"days an attempt of a finished task (and a recorded job run) is kept, 1 to 3650")
+	eventsKeep := text("events-keep", "UNHOLD_EVENTS_KEEP", "168h", "how long events are kept for pollers, 1h to 8760h")
 	jobLease := text("job-lease", "UNHOLD_JOB_LEASE", "1m", "a cron job's lease across instances, at least 3s")
 	sessionIdle := text("session-idle", "UNHOLD_SESSION_IDLE", "30m", "dashboard session idle timeout, 1m to 24h")
 	sessionMax := text("session-max", "UNHOLD_SESSION_MAX", "12h", "dashboard session absolute timeout, at least the idle one, up to 720h")
@@ -178,17 +191,32 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	retryTries := text("retry-tries", "UNHOLD_RETRY_TRIES", "8",
 		"default retry policy: failures in a row that send a task to MANUAL, 1 to 1000")
 
-	// -demo is a real bool flag so that a bare "-demo" works.
-	demoEnv := getenv("UNHOLD_DEMO")
-	demoDefault := false
-	if demoEnv != "" {
-		v, err := strconv.ParseBool(demoEnv)
-		if err != nil {
-			return Config{}, fmt.Errorf("config: UNHOLD_DEMO must be true or false, got %q", demoEnv)
+	backupDir := text("backup-dir", "UNHOLD_BACKUP_DIR", "",
+		"SQLite only: directory the backup job writes copies of the database to (empty: no backup job; see docs/backup-and-upgrade.md)")
+	backupSched := text("backup-schedule", "UNHOLD_BACKUP_SCHEDULE", "15 3 * * *",
+		"backup job schedule: @every <duration> or a 5-field cron spec, in -tz")
+	backupKeep := text("backup-keep", "UNHOLD_BACKUP_KEEP", "7", "backups the backup job keeps in -backup-dir, the newest, 1 to 1000")
+
+	// -demo and -migrate are real bool flags so that a bare "-demo" works.
+	boolean := func(name, env string, def bool, usage string) (*bool, error) {
+		if v := getenv(env); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("config: %s must be true or false, got %q", env, v)
+			}
+			def = b
 		}
-		demoDefault = v
+		return fs.Bool(name, def, usage+" ($"+env+")"), nil
 	}
-	demo := fs.Bool("demo", demoDefault, "seed demo data on start ($UNHOLD_DEMO)")
+	demo, err := boolean("demo", "UNHOLD_DEMO", false, "seed demo data on start")
+	if err != nil {
+		return Config{}, err
+	}
+	migrate, err := boolean("migrate", "UNHOLD_MIGRATE", true,
+		"serve, web and worker apply pending migrations at start; false refuses a schema other than this binary's (run unhold migrate first)")
+	if err != nil {
+		return Config{}, err
+	}
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -207,8 +235,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		}
 	})
 
-	cfg := Config{Demo: *demo, Args: fs.Args()}
-	var err error
+	cfg := Config{Demo: *demo, Migrate: *migrate, Args: fs.Args()}
 	if cfg.DB, err = nonEmpty(db, "a SQLite file path or a postgres:// URL"); err != nil {
 		return Config{}, err
 	}
@@ -232,6 +259,12 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	cfg.CPUProfile = cpuProfile.value
 	if cfg.LeaseDuration, err = durationMin(lease, time.Second); err != nil {
 		return Config{}, err
+	}
+	if cfg.WebhookTimeout, err = durationMin(webhookTimeout, time.Second); err != nil {
+		return Config{}, err
+	}
+	if cfg.WebhookTimeout > 5*time.Minute {
+		return Config{}, webhookTimeout.errorf("a duration from 1s to 5m")
 	}
 	if cfg.SweepEvery, err = interval(sweep); err != nil {
 		return Config{}, err
@@ -258,6 +291,18 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.AttemptRetentionDays, err = intIn(retention, 1, 3650); err != nil {
+		return Config{}, err
+	}
+	if cfg.EventsKeep, err = durationIn(eventsKeep, time.Hour, 8760*time.Hour); err != nil {
+		return Config{}, err
+	}
+	if cfg.BackupDir = backupDir.value; cfg.BackupDir != "" && models.IsPostgres(cfg.DB) {
+		return Config{}, backupDir.errorf("empty with a postgres:// -db (back PostgreSQL up with pg_dump)")
+	}
+	if cfg.BackupSchedule, err = schedule(backupSched); err != nil {
+		return Config{}, err
+	}
+	if cfg.BackupKeep, err = intIn(backupKeep, 1, 1000); err != nil {
 		return Config{}, err
 	}
 	if cfg.JobLease, err = durationMin(jobLease, 3*time.Second); err != nil {

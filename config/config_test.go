@@ -28,6 +28,7 @@ func defaults(t *testing.T) Config {
 		WorkerBatch:       200,
 		Pools:             1,
 		LeaseDuration:     30 * time.Second,
+		WebhookTimeout:    10 * time.Second,
 		SweepEvery:        2 * time.Second,
 		TimeoutCloseEvery: 10 * time.Second,
 		LeaseRescueEvery:  30 * time.Second,
@@ -36,6 +37,7 @@ func defaults(t *testing.T) Config {
 		PointsExpiry:      CouponExpiryExtend,
 		PointsExtendDays:  3,
 		Demo:              false,
+		Migrate:           true,
 		LogFormat:         LogFormatAuto,
 		TZ:                "Asia/Shanghai",
 
@@ -44,7 +46,10 @@ func defaults(t *testing.T) Config {
 		LedgerReportSchedule: "5 0 * * *",
 		CleanupSchedule:      "30 4 * * *",
 		AttemptRetentionDays: 90,
+		EventsKeep:           168 * time.Hour,
 		JobLease:             time.Minute,
+		BackupSchedule:       "15 3 * * *",
+		BackupKeep:           7,
 
 		SessionIdle: 30 * time.Minute,
 		SessionMax:  12 * time.Hour,
@@ -73,6 +78,9 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_POINTS_EXPIRY":       "keep",
 		"UNHOLD_POINTS_EXTEND_DAYS":  "30",
 		"UNHOLD_DEMO":                "true",
+		"UNHOLD_MIGRATE":             "false",
+		"UNHOLD_BACKUP_SCHEDULE":     "@every 12h",
+		"UNHOLD_BACKUP_KEEP":         "30",
 		"UNHOLD_LOG_FORMAT":          "json",
 		"UNHOLD_TZ":                  "Europe/Berlin",
 
@@ -80,6 +88,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_LEDGER_REPORT_SCHEDULE": "@daily",
 		"UNHOLD_CLEANUP_SCHEDULE":       "6h",
 		"UNHOLD_ATTEMPT_RETENTION_DAYS": "30",
+		"UNHOLD_EVENTS_KEEP":            "72h",
 		"UNHOLD_JOB_LEASE":              "2m",
 		"UNHOLD_SESSION_IDLE":           "10m",
 		"UNHOLD_SESSION_MAX":            "8h",
@@ -116,12 +125,16 @@ func TestLoad(t *testing.T) {
 				c.PointsExpiry = CouponExpiryKeep
 				c.PointsExtendDays = 30
 				c.Demo = true
+				c.Migrate = false
+				c.BackupSchedule = "@every 12h"
+				c.BackupKeep = 30
 				c.LogFormat = LogFormatJSON
 				c.TZ = "Europe/Berlin"
 				c.ReconcileAt = "04:30"
 				c.LedgerReportSchedule = "@daily"
 				c.CleanupSchedule = "@every 6h"
 				c.AttemptRetentionDays = 30
+				c.EventsKeep = 72 * time.Hour
 				c.JobLease = 2 * time.Minute
 				c.SessionIdle = 10 * time.Minute
 				c.SessionMax = 8 * time.Hour
@@ -155,6 +168,10 @@ func TestLoad(t *testing.T) {
 				"-points-expiry", "extend",
 				"-points-extend-days", "0",
 				"-demo=false",
+				"-migrate",
+				"-backup-dir", "/var/backups/unhold",
+				"-backup-schedule", "0 2 * * *",
+				"-backup-keep", "1",
 				"-log-format", "text",
 				"-tz", "UTC",
 				"-recon-at", "23:59",
@@ -162,6 +179,7 @@ func TestLoad(t *testing.T) {
 				"-ledger-report-schedule", "10 0 * * *",
 				"-cleanup-schedule", "@every 1h30m",
 				"-attempt-retention-days", "3650",
+				"-events-keep", "8760h",
 				"-job-lease", "3s",
 				"-session-idle", "1m",
 				"-session-max", "1m",
@@ -187,6 +205,10 @@ func TestLoad(t *testing.T) {
 				c.PointsExpiry = CouponExpiryExtend
 				c.PointsExtendDays = 0
 				c.Demo = false
+				c.Migrate = true
+				c.BackupDir = "/var/backups/unhold"
+				c.BackupSchedule = "0 2 * * *"
+				c.BackupKeep = 1
 				c.LogFormat = LogFormatText
 				c.TZ = "UTC"
 				c.ReconcileAt = "23:59"
@@ -194,6 +216,7 @@ func TestLoad(t *testing.T) {
 				c.LedgerReportSchedule = "10 0 * * *"
 				c.CleanupSchedule = "@every 1h30m"
 				c.AttemptRetentionDays = 3650
+				c.EventsKeep = 8760 * time.Hour
 				c.JobLease = 3 * time.Second
 				c.SessionIdle = time.Minute
 				c.SessionMax = time.Minute
@@ -284,6 +307,8 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -worker-batch must be an integer from 1 to 1000, got "0"`},
 		{"batch too big", map[string]string{"UNHOLD_WORKER_BATCH": "1001"}, nil,
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "1001"`},
+		{"webhook timeout too long", map[string]string{"UNHOLD_WEBHOOK_TIMEOUT": "6m"}, nil,
+			`config: UNHOLD_WEBHOOK_TIMEOUT must be a duration from 1s to 5m, got "6m"`},
 		{"lease bad", map[string]string{"UNHOLD_LEASE": "30"}, nil,
 			`config: UNHOLD_LEASE must be a duration of at least 1s, like 30s or 2m, got "30"`},
 		{"lease too short", nil, []string{"-lease", "999ms"},
@@ -332,12 +357,22 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -retry-tries must be an integer from 1 to 1000, got "0"`},
 		{"demo env", map[string]string{"UNHOLD_DEMO": "yes"}, nil,
 			`config: UNHOLD_DEMO must be true or false, got "yes"`},
+		{"migrate env", map[string]string{"UNHOLD_MIGRATE": "no"}, nil,
+			`config: UNHOLD_MIGRATE must be true or false, got "no"`},
+		{"backup dir on postgres", map[string]string{"UNHOLD_DB": "postgres://u@db/unhold"}, []string{"-backup-dir", "/backups"},
+			`config: -backup-dir must be empty with a postgres:// -db (back PostgreSQL up with pg_dump), got "/backups"`},
+		{"backup keep zero", nil, []string{"-backup-keep", "0"},
+			`config: -backup-keep must be an integer from 1 to 1000, got "0"`},
+		{"backup schedule", map[string]string{"UNHOLD_BACKUP_SCHEDULE": "3am"}, nil,
+			`config: UNHOLD_BACKUP_SCHEDULE must be @every <duration> (whole seconds, at least 1s) or a 5-field cron spec like "5 0 * * *", got "3am"`},
 		{"demo flag", nil, []string{"-demo=yes"},
 			`config: invalid boolean value "yes" for -demo: parse error`},
 		{"log format", nil, []string{"-log-format", "xml"},
 			`config: -log-format must be one of auto, json, text, got "xml"`},
 		{"time zone", map[string]string{"UNHOLD_TZ": "Mars/Olympus"}, nil,
 			`config: UNHOLD_TZ must be an IANA time zone name such as Asia/Shanghai or UTC, got "Mars/Olympus"`},
+		{"events kept too short", nil, []string{"-events-keep", "10m"},
+			`config: -events-keep must be a duration from 1h0m0s to 8760h0m0s, like 30m or 12h, got "10m"`},
 		{"session idle short", nil, []string{"-session-idle", "30s"},
 			`config: -session-idle must be a duration from 1m0s to 24h0m0s, like 30m or 12h, got "30s"`},
 		{"session max below idle", map[string]string{"UNHOLD_SESSION_IDLE": "2h", "UNHOLD_SESSION_MAX": "1h"}, nil,

@@ -22,6 +22,7 @@ const (
 	JobReconcile      = "reconcile"
 	JobLedgerReport   = "ledger_report"
 	JobAttemptCleanup = "attempt_cleanup"
+	JobBackup         = "backup"
 )
 
 // Schedule defaults, used for zero fields of Schedule.
@@ -33,6 +34,9 @@ const (
 	DefaultLedgerReport     = "5 0 * * *"  // 00:05: yesterday's ledgers are complete
 	DefaultCleanup          = "30 4 * * *" // 04:30: after reconciliation, before the day's traffic
 	DefaultAttemptRetention = 90 * 24 * time.Hour
+	DefaultBackup           = "15 3 * * *" // 03:15: after reconciliation, before the cleanup
+	DefaultBackupKeep       = 7
+	DefaultEventsKeep       = 7 * 24 * time.Hour // events kept for pollers (-events-keep)
 )
 
 // Bounds of the work of one run.
@@ -67,6 +71,13 @@ type Schedule struct {
 	// AttemptRetention is how long attempts of finished tasks (and
 	// recorded job runs) are kept.
 	AttemptRetention time.Duration
+	// EventsKeep is how long events are kept for pollers.
+	EventsKeep time.Duration
+	// BackupDir, when set, is where the backup job writes copies of the
+	// SQLite database, on the Backup spec, keeping the BackupKeep newest.
+	BackupDir  string
+	Backup     string
+	BackupKeep int
 	// Location is the time zone of the specs and of the ledger report's
 	// days; nil is UTC.
 	Location *time.Location
@@ -82,6 +93,7 @@ func (sc Schedule) withDefaults() Schedule {
 	def(&sc.TimeoutClose, DefaultTimeoutClose)
 	def(&sc.LeaseRescue, DefaultLeaseRescue)
 	def(&sc.AttemptRetention, DefaultAttemptRetention)
+	def(&sc.EventsKeep, DefaultEventsKeep)
 	if sc.ReconcileAt == "" {
 		sc.ReconcileAt = DefaultReconcileAt
 	}
@@ -90,6 +102,12 @@ func (sc Schedule) withDefaults() Schedule {
 	}
 	if sc.Cleanup == "" {
 		sc.Cleanup = DefaultCleanup
+	}
+	if sc.Backup == "" {
+		sc.Backup = DefaultBackup
+	}
+	if sc.BackupKeep <= 0 {
+		sc.BackupKeep = DefaultBackupKeep
 	}
 	if sc.Location == nil {
 		sc.Location = time.UTC
@@ -132,7 +150,9 @@ func DailyAt(hhmm string) (string, error) {
 //   - reconcile: daily reconciliation, at ReconcileAt;
 //   - ledger_report: yesterday's ledger totals, shortly after midnight;
 //   - attempt_cleanup: deletes old attempts of finished tasks, old job runs,
-//     ended sessions and spent login throttles.
+//     old events, ended sessions and spent login throttles;
+//   - backup: with BackupDir, a copy of the SQLite database there, the
+//     BackupKeep newest kept.
 //
 // Every job but the sweep runs on one instance at a time.
 func List(d Deps, sc Schedule) ([]Job, error) {
@@ -181,8 +201,14 @@ func List(d Deps, sc Schedule) ([]Job, error) {
 		Job{Name: JobLedgerReport, Spec: sc.LedgerReport, Timeout: 5 * time.Minute,
 			Run: func(ctx context.Context) (string, error) { return LedgerReport(ctx, s, sc.Location, log) }},
 		Job{Name: JobAttemptCleanup, Spec: sc.Cleanup, Timeout: 10 * time.Minute,
-			Run: func(ctx context.Context) (string, error) { return CleanupAttempts(ctx, s, a, sc.AttemptRetention) }},
+			Run: func(ctx context.Context) (string, error) {
+				return CleanupAttempts(ctx, s, a, sc.AttemptRetention, sc.EventsKeep)
+			}},
 	)
+	if sc.BackupDir != "" {
+		jobs = append(jobs, Job{Name: JobBackup, Spec: sc.Backup, Timeout: 30 * time.Minute,
+			Run: func(ctx context.Context) (string, error) { return Backup(ctx, s, sc.BackupDir, sc.BackupKeep) }})
+	}
 	return jobs, nil
 }
 
@@ -265,33 +291,46 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 
 // CleanupAttempts deletes, in batches of cleanupBatch rows each in its own
 // short transaction, the attempts of finished (DONE, SUPERSEDED) tasks and
-// the recorded job runs older than retention; then the overview's
+// the recorded job runs older than retention; the webhook deliveries
+// delivered over models.WebhookDeliveredKeep ago; then the overview's
 // per-minute rollups older than models.RollupRetention (whatever the
-// attempts' retention: the overview reads no further back), the sessions
+// attempts' retention: the overview reads no further back), the events
+// older than eventsKeep (models.DeleteOldEvents), the sessions
 // past their end and the login throttles whose window and lock are over. Ledgers and
 // the audit log are never touched: they are append-only.
-func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention time.Duration) (string, error) {
+func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention, eventsKeep time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
 	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
-		var total int64
-		for ctx.Err() == nil {
-			n, err := del(ctx, cutoff, cleanupBatch)
-			total += n
-			if err != nil || n < cleanupBatch {
-				return total, err
-			}
-		}
-		return total, ctx.Err()
+		return drainBefore(ctx, del, cutoff)
 	}
 	// Each table is pruned even when the other could not be.
 	attempts, aerr := drain(s.DeleteOldAttempts)
 	runs, rerr := drain(s.DeleteOldJobRuns)
+	deliveredCutoff := s.Now().Add(-models.WebhookDeliveredKeep)
+	delivered, derr := drainBefore(ctx, s.DeleteOldDeliveries, deliveredCutoff)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
 	rollups, uerr := s.DeleteOldRollups(ctx, rollupCutoff)
+	eventsCutoff := s.Now().Add(-eventsKeep)
+	events, eerr := s.DeleteOldEvents(ctx, eventsCutoff)
 	sessions, serr := a.PruneSessions(ctx, s.Now())
-	err := errors.Join(aerr, rerr, uerr, serr)
-	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d overview rollup rows from before %s; %d ended sessions and login throttles",
-		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), rollups, rollupCutoff.Format("2006-01-02 15:04Z"), sessions), err
+	err := errors.Join(aerr, rerr, derr, uerr, eerr, serr)
+	return fmt.Sprintf("deleted %d attempts of finished tasks and %d job runs from before %s (kept %s), %d webhook deliveries delivered before %s, %d overview rollup rows from before %s, %d events from before %s (kept %s); %d ended sessions and login throttles",
+		attempts, runs, cutoff.Format("2006-01-02 15:04Z"), retentionText(retention), delivered, deliveredCutoff.Format("2006-01-02 15:04Z"),
+		rollups, rollupCutoff.Format("2006-01-02 15:04Z"), events, eventsCutoff.Format("2006-01-02 15:04Z"), retentionText(eventsKeep), sessions), err
+}
+
+// drainBefore runs del on rows before cutoff, cleanupBatch at a time in
+// transactions of their own, until a batch comes back short.
+func drainBefore(ctx context.Context, del func(context.Context, time.Time, int) (int64, error), cutoff time.Time) (int64, error) {
+	var total int64
+	for ctx.Err() == nil {
+		n, err := del(ctx, cutoff, cleanupBatch)
+		total += n
+		if err != nil || n < cleanupBatch {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
 }
 
 func retentionText(d time.Duration) string {

@@ -673,9 +673,10 @@ func TestCleanupAttemptsJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		summary, err := jobs.CleanupAttempts(ctx, s, a, 7*24*time.Hour)
+		summary, err := jobs.CleanupAttempts(ctx, s, a, 7*24*time.Hour, 7*24*time.Hour)
 		if err != nil || !strings.HasPrefix(summary, "deleted 1 attempts of finished tasks and 0 job runs") ||
 			!strings.Contains(summary, "kept 7 days") || !strings.Contains(summary, ", 2 overview rollup rows from before") ||
+			!strings.Contains(summary, ", 2 events from before") ||
 			!strings.HasSuffix(summary, "; 1 ended sessions and login throttles") {
 			t.Fatalf("cleanup = %q, %v", summary, err)
 		}
@@ -690,6 +691,10 @@ func TestCleanupAttemptsJob(t *testing.T) {
 		c2, _ := s.OrderChain(ctx, "o-2")
 		if len(c1.Tasks[0].AttemptLog) != 0 || len(c2.Tasks[0].AttemptLog) != 1 || len(c1.Flows) != 2 {
 			t.Fatalf("after cleanup: o-1 %d attempts %d flows, o-2 %d attempts", len(c1.Tasks[0].AttemptLog), len(c1.Flows), len(c2.Tasks[0].AttemptLog))
+		}
+		// o-1's events (closed, released) are older than kept; o-2's not.
+		if len(c1.Events) != 0 || len(c2.Events) != 2 {
+			t.Fatalf("after cleanup: o-1 has %d events, o-2 %d; want 0 and 2", len(c1.Events), len(c2.Events))
 		}
 	})
 }

@@ -31,6 +31,7 @@ type Worker struct {
 	metrics *metrics.Metrics
 	next    *Worker
 	gap     time.Duration
+	events  *EventSequencer
 }
 
 // drainGap is how long a worker rests between two drains started by
@@ -51,6 +52,14 @@ func NewWorker(s *models.Store, id string, batch int, lease time.Duration, log *
 // it before Run.
 func (w *Worker) WithMetrics(m *metrics.Metrics) *Worker {
 	w.metrics = m
+	return w
+}
+
+// WithEvents makes the worker wake q after each drain's releases, so the
+// events they wrote are numbered for pollers at once (nil: none). Call it
+// before Run.
+func (w *Worker) WithEvents(q *EventSequencer) *Worker {
+	w.events = q
 	return w
 }
 
@@ -141,6 +150,7 @@ func (w *Worker) Drain(ctx context.Context) Stats {
 		if !w.releaseBatch(ctx, tasks, st) {
 			w.releaseEach(ctx, wctx, tasks, st)
 		}
+		w.events.Wake()
 		// A claim short of a batch took every task due: those that become
 		// due later wake the worker, or the sweep finds them. Claiming
 		// again now would cost a write for nothing, unless some were

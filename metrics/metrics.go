@@ -76,6 +76,7 @@ type Metrics struct {
 	closeToRelease *prometheus.HistogramVec
 	httpRequests   *prometheus.CounterVec
 	httpDuration   *prometheus.HistogramVec
+	webhooks       *prometheus.CounterVec
 }
 
 // scrapeSource is what the scrape-time gauges read; *models.Store is one.
@@ -87,6 +88,8 @@ type scrapeSource interface {
 	Types() []models.ResourceType
 	RemoteTypes() []models.ResourceType
 	ManualAgeing(ctx context.Context) (models.ManualAgeing, error)
+	Webhooks(ctx context.Context) ([]models.WebhookSubscription, error)
+	Now() time.Time
 }
 
 // New registers every unhold metric, the Go runtime and process
@@ -124,8 +127,15 @@ func New(s *models.Store, log *slog.Logger) *Metrics {
 			Help:    "HTTP request latency by method and route template, error pages included.",
 			Buckets: httpDurationBuckets,
 		}, []string{"method", "route"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "unhold_webhook_deliveries_total",
+			Help: "Webhook sends by result: delivered (2xx), retry (no answer, 408, 429, 5xx: sent again later), failed (another status: not retried).",
+		}, []string{"result"}),
 	}
-	m.reg.MustRegister(m.releases, m.failures, m.duplicates, m.closeToRelease, m.httpRequests, m.httpDuration,
+	for _, r := range []string{models.DeliveryOutcomeDelivered, models.DeliveryOutcomeRetry, models.DeliveryOutcomeFailed} {
+		m.webhooks.WithLabelValues(r)
+	}
+	m.reg.MustRegister(m.releases, m.failures, m.duplicates, m.closeToRelease, m.httpRequests, m.httpDuration, m.webhooks,
 		newQueueCollector(s, scrapeTimeout, log),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -219,6 +229,15 @@ func (m *Metrics) ObserveHTTP(method, route string, code int, d time.Duration) {
 	m.httpDuration.WithLabelValues(method, route).Observe(d.Seconds())
 }
 
+// ObserveWebhook counts one webhook send by its recorded outcome
+// (models.DeliveryOutcome*); a send whose lease was lost is not counted.
+func (m *Metrics) ObserveWebhook(outcome string) {
+	if m == nil || outcome == models.DeliveryOutcomeLost {
+		return
+	}
+	m.webhooks.WithLabelValues(outcome).Inc()
+}
+
 // queueCollector reads the outbox and reconciliation gauges from the
 // database on every scrape.
 type queueCollector struct {
@@ -229,6 +248,7 @@ type queueCollector struct {
 	up, backlog, oldest, retry, manual, openDiffs *prometheus.Desc
 	skipped, uncheckedSince                       *prometheus.Desc
 	manualItems, manualOldest                     *prometheus.Desc
+	webhookBacklog, webhookOldest, webhookPaused  *prometheus.Desc
 }
 
 func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger) *queueCollector {
@@ -258,12 +278,19 @@ func newQueueCollector(src scrapeSource, timeout time.Duration, log *slog.Logger
 		manualOldest: prometheus.NewDesc("unhold_manual_oldest_age_seconds",
 			"How long the oldest item of the queue (tasks or tickets) has waited for a person; 0 when none waits.",
 			[]string{"queue"}, nil),
+		webhookBacklog: prometheus.NewDesc("unhold_webhook_backlog",
+			"Webhook deliveries waiting to be sent (PENDING or RETRY), by subscription id.", []string{"subscription"}, nil),
+		webhookOldest: prometheus.NewDesc("unhold_webhook_oldest_age_seconds",
+			"How long the oldest waiting webhook delivery of the subscription has waited since it was made; 0 when none waits.",
+			[]string{"subscription"}, nil),
+		webhookPaused: prometheus.NewDesc("unhold_webhook_paused",
+			"1 when the subscription is paused (by hand, or after its deliveries failed for 24 hours), else 0.", []string{"subscription"}, nil),
 	}
 }
 
 func (c *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.up, c.backlog, c.oldest, c.retry, c.manual, c.openDiffs, c.skipped, c.uncheckedSince,
-		c.manualItems, c.manualOldest} {
+		c.manualItems, c.manualOldest, c.webhookBacklog, c.webhookOldest, c.webhookPaused} {
 		ch <- d
 	}
 }
@@ -314,6 +341,9 @@ func (c *queueCollector) Collect(ch chan<- prometheus.Metric) {
 	} else {
 		errs = append(errs, err)
 	}
+	if err := c.collectWebhooks(ctx, ch); err != nil {
+		errs = append(errs, err)
+	}
 	up := 1.0
 	if err := errors.Join(errs...); err != nil {
 		up = 0
@@ -348,6 +378,30 @@ func (c *queueCollector) collectUnchecked(ctx context.Context, ch chan<- prometh
 			at = float64(s.Unix())
 		}
 		ch <- prometheus.MustNewConstMetric(c.uncheckedSince, prometheus.GaugeValue, at, string(t))
+	}
+	return nil
+}
+
+// collectWebhooks reports each subscription's backlog, oldest waiting
+// delivery and whether it is paused.
+func (c *queueCollector) collectWebhooks(ctx context.Context, ch chan<- prometheus.Metric) error {
+	subs, err := c.src.Webhooks(ctx)
+	if err != nil {
+		return err
+	}
+	now := c.src.Now()
+	for _, w := range subs {
+		id := strconv.FormatInt(w.ID, 10)
+		var age, paused float64
+		if w.Oldest != nil {
+			age = max(now.Sub(*w.Oldest).Seconds(), 0)
+		}
+		if w.Paused() {
+			paused = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.webhookBacklog, prometheus.GaugeValue, float64(w.Backlog), id)
+		ch <- prometheus.MustNewConstMetric(c.webhookOldest, prometheus.GaugeValue, age, id)
+		ch <- prometheus.MustNewConstMetric(c.webhookPaused, prometheus.GaugeValue, paused, id)
 	}
 	return nil
 }

@@ -427,6 +427,10 @@ func TestAlertRules(t *testing.T) {
 	// A remote type, so that the gauges of what reconciliation skipped are
 	// exposed.
 	s := giftCardStore(t, models.SQLite, nil, remotetest.New(remotetest.Options{}))
+	// A subscription, so that the webhook gauges are exposed.
+	if _, _, err := s.CreateWebhook(context.Background(), models.NewWebhook{URL: "http://127.0.0.1:9/hook"}, "admin"); err != nil {
+		t.Fatal(err)
+	}
 	m := metrics.New(s, modelstest.QuietLog())
 	m.ObserveRelease(models.ReleaseTask{ResourceType: models.ResInventory}, models.OutcomeRetry, models.ClassDBBusy, time.Now())
 	fams, err := m.Registry().Gather()
@@ -490,6 +494,8 @@ func TestAlertRules(t *testing.T) {
 		"UnholdReleaseFailureRateHigh": "unhold_release_failures_total",
 		"UnholdReleaseLatencyHigh":     "unhold_close_to_release_seconds_bucket",
 		"UnholdReleaseLatencyCritical": "unhold_close_to_release_seconds_bucket",
+		"UnholdWebhookBacklog":         "unhold_webhook_oldest_age_seconds",
+		"UnholdWebhookPaused":          "unhold_webhook_paused",
 	} {
 		if expr, ok := alerts[name]; !ok || !strings.Contains(expr, reads) {
 			t.Errorf("alert %s reading %s is missing (have %q)", name, reads, expr)

@@ -20,6 +20,9 @@ type Chain struct {
 	// Ops are the order's life after placement: line cancels, shipments,
 	// refunds, returns, inbounds, oldest first.
 	Ops []OrderOp `json:"ops"`
+	// Events are the order's events (docs/events.md), in the order they
+	// were written; on PostgreSQL one not yet sequenced has ID 0.
+	Events []Event `json:"events"`
 }
 
 // ChainTask is a task with its attempts.
@@ -119,6 +122,11 @@ func (s *Store) orderChain(db *gorm.DB, orderNo string) (*Chain, error) {
 	if err := db.Raw("SELECT * FROM order_ops WHERE order_no = ? ORDER BY id", orderNo).Scan(&c.Ops).Error; err != nil {
 		return nil, fmt.Errorf("read operations of %s: %w", orderNo, err)
 	}
+	evs, err := s.orderEvents(db, orderNo)
+	if err != nil {
+		return nil, err
+	}
+	c.Events = evs
 	return c, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -90,6 +91,10 @@ type Options struct {
 	// a type, a class, or both (RetryPolicy).
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
+	// LookupHost resolves a webhook URL's host when a subscription is
+	// made, to refuse one that names a link-local address; nil is the
+	// system resolver.
+	LookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // DefaultBusyTimeout is how long a SQLite statement waits for the write
@@ -104,6 +109,7 @@ const DefaultBusyTimeout = 10 * time.Second
 type Store struct {
 	W, R      *gorm.DB
 	Dialect   Dialect
+	path      string // the SQLite file; empty on PostgreSQL
 	now       func() time.Time
 	coupons   CouponPolicy
 	points    CouponPolicy
@@ -120,6 +126,8 @@ type Store struct {
 	// approval says which tasks' reruns and abandons need a second person.
 	approval approvalPolicy
 	retry    retryPolicies
+	// lookupHost is Options.LookupHost.
+	lookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -158,7 +166,10 @@ var uriPath = strings.NewReplacer("%", "%25", "?", "%3F", "#", "%23")
 func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	s := &Store{now: opt.Now, coupons: opt.Coupons, points: opt.Points, faults: opt.Faults, log: opt.Logger,
 		uncheckedAfter: opt.ReconUncheckedAfter, manualSLA: opt.ManualSLA,
-		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes)}
+		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes), lookupHost: opt.LookupHost}
+	if s.lookupHost == nil {
+		s.lookupHost = net.DefaultResolver.LookupHost
+	}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
@@ -207,6 +218,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	} else {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
+		s.path = path
 		wdb, err := sql.Open(sqlite.DriverName, SQLiteDSN(path, false, busy))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -298,7 +310,16 @@ func (s *Store) migrationProvider() (*goose.Provider, error) {
 }
 
 // Migrate applies every pending schema migration and returns how many ran.
+// It refuses a database whose schema is newer than this binary's
+// (ErrSchemaNewer) and changes nothing then.
 func (s *Store) Migrate(ctx context.Context) (int, error) {
+	db, binary, err := s.schemaVersions(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	if db > binary {
+		return 0, fmt.Errorf("migrate: %w", schemaNewer(db, binary))
+	}
 	p, err := s.migrationProvider()
 	if err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)

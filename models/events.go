@@ -84,8 +84,10 @@ type newEvent struct {
 	Data    any // marshalled to the row's data, a JSON object
 }
 
-// maxEventRows bounds the rows of one events insert (4 values each).
-const maxEventRows = 200
+// maxEventRows bounds the rows of one events insert (4 values each): a
+// worker's largest batch (-worker-batch 1000), so that a batch's events
+// are one statement.
+const maxEventRows = 1000
 
 // emitEvents writes evs in tx, in their order, a few statements for many.
 func emitEvents(tx *gorm.DB, evs []newEvent) error {
@@ -177,6 +179,26 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int, types [
 	}
 	q += " ORDER BY " + pos + " LIMIT ?"
 	args = append(args, limit)
+	evs, err := scanEvents(s.R.WithContext(ctx), q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("events after %d: %w", after, err)
+	}
+	return evs, nil
+}
+
+// orderEvents reads the events of one order inside db, in the order they
+// were written.
+func (s *Store) orderEvents(db *gorm.DB, orderNo string) ([]Event, error) {
+	evs, err := scanEvents(db, "SELECT COALESCE("+s.eventPos()+", 0) AS id, type, order_no, occurred_at, data FROM events WHERE order_no = ? ORDER BY events.id", orderNo)
+	if err != nil {
+		return nil, fmt.Errorf("read events of %s: %w", orderNo, err)
+	}
+	return evs, nil
+}
+
+// scanEvents runs q, which selects id, type, order_no, occurred_at and
+// data, and returns its rows as events.
+func scanEvents(db *gorm.DB, q string, args ...any) ([]Event, error) {
 	var rows []struct {
 		ID         int64
 		Type       EventType
@@ -184,12 +206,123 @@ func (s *Store) EventsAfter(ctx context.Context, after int64, limit int, types [
 		OccurredAt time.Time
 		Data       string
 	}
-	if err := s.R.WithContext(ctx).Raw(q, args...).Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("events after %d: %w", after, err)
+	if err := db.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, err
 	}
 	out := make([]Event, len(rows))
 	for i, r := range rows {
 		out[i] = Event{ID: r.ID, Type: r.Type, OccurredAt: r.OccurredAt.UTC(), OrderNo: r.OrderNo, Data: json.RawMessage(r.Data)}
 	}
 	return out, nil
+}
+
+// The data of each event type (docs/events.md): the ids a consumer needs
+// to fetch the rest through the read API, and the few facts it acts on.
+type (
+	releasedData struct {
+		OrderNo      string       `json:"order_no"`
+		ResourceType ResourceType `json:"resource_type"`
+		Key          string       `json:"key"`
+		Qty          int64        `json:"qty"`
+		Trigger      Trigger      `json:"trigger"`
+		Epoch        int          `json:"epoch"`
+		TaskID       int64        `json:"task_id,omitempty"`
+	}
+	closedData struct {
+		OrderNo string  `json:"order_no"`
+		Trigger Trigger `json:"trigger"`
+		Tasks   int     `json:"tasks"`
+	}
+	lifeData struct {
+		OrderNo  string      `json:"order_no"`
+		RefundID string      `json:"refund_id,omitempty"`
+		ReturnID string      `json:"return_id,omitempty"`
+		Status   OrderStatus `json:"status"`
+		Lines    []LineQty   `json:"lines"`
+	}
+	manualData struct {
+		OrderNo      string       `json:"order_no"`
+		TaskID       int64        `json:"task_id"`
+		ResourceType ResourceType `json:"resource_type"`
+		Key          string       `json:"key"`
+		ErrorClass   ErrorClass   `json:"error_class"`
+		Failures     int          `json:"failures"`
+	}
+	ticketData struct {
+		TicketID     int64        `json:"ticket_id"`
+		Kind         string       `json:"kind"`
+		ResourceType ResourceType `json:"resource_type"`
+		Key          string       `json:"key"`
+		Check        string       `json:"check"`
+		RunID        int64        `json:"run_id"`
+	}
+)
+
+// taskReleased is the hold.released event of worker task t, released
+// (its RELEASE ledger row written) with trigger at at.
+func taskReleased(t ReleaseTask, trigger Trigger, at time.Time) newEvent {
+	return newEvent{Type: EventHoldReleased, OrderNo: t.OrderNo, At: at, Data: releasedData{OrderNo: t.OrderNo,
+		ResourceType: t.ResourceType, Key: t.BizKey, Qty: t.Qty, Trigger: trigger, TaskID: t.ID}}
+}
+
+// ticketOpened is the recon.ticket_opened event of ticket d, just created.
+func ticketOpened(d DiffTicket, at time.Time) newEvent {
+	return newEvent{Type: EventTicketOpened, At: at, Data: ticketData{TicketID: d.ID, Kind: d.Kind,
+		ResourceType: d.ResourceType, Key: d.BizKey, Check: d.CheckName, RunID: d.FirstRunID}}
+}
+
+// eventsDeleteBatch bounds the events one cleanup statement deletes: a
+// short hold of SQLite's one writer.
+const eventsDeleteBatch = 1000
+
+// DeleteOldEvents deletes the events that occurred before before, in
+// batches of eventsDeleteBatch each its own statement, and returns how
+// many it deleted. It deletes only a prefix of the reading order: the
+// events before the first one still young (on PostgreSQL, the first
+// sequenced one; an event not sequenced yet no reader has seen), and
+// never the newest, so that positions never start again from 1 (a
+// sequencer numbers after the largest seq left). What is kept is then
+// every event from OldestEvent on, without a gap: a reader whose after is
+// before it missed events, and is told so (410 EVENTS_GONE). On
+// PostgreSQL it sequences the events first, as a sequencer would.
+func (s *Store) DeleteOldEvents(ctx context.Context, before time.Time) (int64, error) {
+	if _, err := s.SequenceEvents(ctx); err != nil {
+		return 0, fmt.Errorf("delete old events: %w", err)
+	}
+	pos := s.eventPos()
+	var bound *int64
+	err := s.R.WithContext(ctx).Raw(`SELECT COALESCE((SELECT MIN(`+pos+`) FROM events WHERE occurred_at >= ?),
+		(SELECT MAX(`+pos+`) FROM events))`, before.UTC()).Scan(&bound).Error
+	if err != nil {
+		return 0, fmt.Errorf("delete old events: %w", err)
+	}
+	if bound == nil {
+		return 0, nil
+	}
+	var total int64
+	for {
+		res := s.W.WithContext(ctx).Exec(`DELETE FROM events WHERE id IN (
+			SELECT id FROM events WHERE `+pos+` < ? ORDER BY `+pos+` LIMIT ?)`, *bound, eventsDeleteBatch)
+		if res.Error != nil {
+			return total, fmt.Errorf("delete old events: %w", res.Error)
+		}
+		total += res.RowsAffected
+		if res.RowsAffected < eventsDeleteBatch {
+			return total, nil
+		}
+	}
+}
+
+// OldestEvent returns the position of the oldest event kept (readable:
+// on PostgreSQL, sequenced), and false when there is none.
+func (s *Store) OldestEvent(ctx context.Context) (int64, bool, error) {
+	pos := s.eventPos()
+	var oldest *int64
+	if err := s.R.WithContext(ctx).Raw("SELECT MIN(" + pos + ") FROM events").Scan(&oldest).Error; err != nil {
+		return 0, false, fmt.Errorf("oldest event: %w", err)
+	}
+	if oldest == nil {
+		return 0, false, nil
+	}
+	return *oldest, true, nil
 }

@@ -91,3 +91,46 @@ func TestParseEventTypes(t *testing.T) {
 		}
 	}
 }
+
+// The cleanup deletes the events older than its bound that come first in
+// the reading order, and never the newest, so what is kept runs from
+// OldestEvent without a gap. Breaks if a young event went, an old one
+// after a young one went (a reader would not know it missed it), or the
+// table was emptied (PostgreSQL's seq would start again from 1).
+func TestDeleteOldEvents(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		now := b.clock.Now()
+		ins := "INSERT INTO events (type, order_no, occurred_at, data) VALUES (?, ?, ?, '{}')"
+		for _, e := range []struct {
+			no  string
+			age time.Duration
+		}{{"A", 240 * time.Hour}, {"B", 216 * time.Hour}, {"C", time.Hour}, {"D", 192 * time.Hour}, {"E", 200 * time.Hour}} {
+			must(t, func() error { return b.s.W.Exec(ins, models.EventOrderClosed, e.no, now.Add(-e.age).UTC()).Error })
+		}
+		if _, err := b.s.SequenceEvents(b.ctx); err != nil {
+			t.Fatal(err)
+		}
+		all, err := b.s.EventsAfter(b.ctx, 0, 100, nil)
+		if err != nil || orderNos(all) != "ABCDE" {
+			t.Fatalf("events = %q, %v", orderNos(all), err)
+		}
+		keep := func(before time.Time, deleted int64, kept string) {
+			t.Helper()
+			n, err := b.s.DeleteOldEvents(b.ctx, before)
+			if err != nil || n != deleted {
+				t.Fatalf("DeleteOldEvents(%s) = %d, %v; want %d", before, n, err, deleted)
+			}
+			left, err := b.s.EventsAfter(b.ctx, 0, 100, nil)
+			if err != nil || orderNos(left) != kept {
+				t.Fatalf("kept %q, %v; want %q", orderNos(left), err, kept)
+			}
+			oldest, ok, err := b.s.OldestEvent(b.ctx)
+			if err != nil || !ok || oldest != left[0].ID {
+				t.Fatalf("OldestEvent = %d, %v, %v; want %d", oldest, ok, err, left[0].ID)
+			}
+		}
+		keep(now.Add(-168*time.Hour), 2, "CDE")
+		keep(now.Add(-168*time.Hour), 0, "CDE")
+		keep(now, 2, "E")
+	})
+}

@@ -122,6 +122,17 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 	if err := insertTasks(tx, tasks, now); err != nil {
 		return nil, 0, err
 	}
+	perOrder := make(map[string]int, len(won))
+	for _, t := range tasks {
+		perOrder[t.OrderNo]++
+	}
+	evs := make([]newEvent, len(won))
+	for i, no := range won {
+		evs[i] = newEvent{Type: EventOrderClosed, OrderNo: no, At: now, Data: closedData{OrderNo: no, Trigger: reason, Tasks: perOrder[no]}}
+	}
+	if err := emitEvents(tx, evs); err != nil {
+		return nil, 0, err
+	}
 	return won, int64(len(tasks)), nil
 }
 

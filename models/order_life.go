@@ -397,6 +397,9 @@ func (s *Store) lifeTx(tx *gorm.DB, r lifeReq) (LifeResult, error) {
 	if err := insertOp(tx, &op, lc.r.lines, now); err != nil {
 		return LifeResult{}, err
 	}
+	if err := emitEvents(tx, lifeEvents(lc.r, to, now)); err != nil {
+		return LifeResult{}, err
+	}
 	if err := auditIn(tx, &AuditEntry{Actor: r.actor, Action: "order." + strings.ToLower(string(r.kind)),
 		Target: "order:" + r.orderNo, Reason: r.reason, Outcome: "OK", Detail: fmt.Sprintf("%s %s: %s → %s", r.kind, r.opID, o.Status, to)}, now); err != nil {
 		return LifeResult{}, err
@@ -406,6 +409,25 @@ func (s *Store) lifeTx(tx *gorm.DB, r lifeReq) (LifeResult, error) {
 		return LifeResult{}, err
 	}
 	return LifeResult{OrderNo: r.orderNo, Status: to, Op: r.kind, OpID: r.opID, Epoch: lc.epoch, Lines: asLines(lines), Note: lc.note}, nil
+}
+
+// lifeEvents are the events of operation r, recorded leaving the order
+// to: a refund's, or an inbound of returned units'.
+func lifeEvents(r lifeReq, to OrderStatus, now time.Time) []newEvent {
+	d := lifeData{OrderNo: r.orderNo, Status: to, Lines: sortedLines(r.lines)}
+	var typ EventType
+	switch r.kind {
+	case OpRefund:
+		typ, d.RefundID = EventOrderRefunded, r.opID
+	case OpInbound:
+		typ, d.ReturnID = EventReturnInbound, r.opID
+	default:
+		return nil
+	}
+	if d.Lines == nil {
+		d.Lines = []LineQty{}
+	}
+	return []newEvent{{Type: typ, OrderNo: r.orderNo, At: now, Data: d}}
 }
 
 func joinStatuses(sts []OrderStatus) string {
@@ -613,6 +635,11 @@ func (c *lifeCtx) cancelLine() (OrderStatus, error) {
 			return "", err
 		}
 		if err := c.stock(FlowRelease, l.SkuID, l.Qty); err != nil {
+			return "", err
+		}
+		ev := newEvent{Type: EventHoldReleased, OrderNo: c.r.orderNo, At: c.now, Data: releasedData{OrderNo: c.r.orderNo,
+			ResourceType: ResInventory, Key: l.SkuID, Qty: l.Qty, Trigger: TriggerLineCancel, Epoch: c.epoch}}
+		if err := emitEvents(c.tx, []newEvent{ev}); err != nil {
 			return "", err
 		}
 	}

@@ -58,8 +58,8 @@ var (
 	// adminActions are actions only ever done to an admin-only target, or
 	// refusals: their names are not offered to other roles either.
 	adminActions = []string{"denied", RefusedSummaryAction, "login", "logout", "password_change"}
-	// adminActionPrefixes are the user_* and token_* actions.
-	adminActionPrefixes = []string{"user_", "token_"}
+	// adminActionPrefixes are the user_*, token_* and webhook_* actions.
+	adminActionPrefixes = []string{"user_", "token_", "webhook_"}
 )
 
 // reconTarget is the target of a reconciliation run asked for by hand,

@@ -394,6 +394,9 @@ func (s *Store) recordGroup(tx *gorm.DB, run *ReconRun, g ticketGroup, ords stri
 	if err := tx.Create(&t).Error; err != nil {
 		return 0, false, err
 	}
+	if err := emitEvents(tx, []newEvent{ticketOpened(t, now)}); err != nil {
+		return 0, false, err
+	}
 	return t.ID, true, nil
 }
 

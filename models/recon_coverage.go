@@ -266,6 +266,9 @@ func (s *Store) uncheckedTickets(tx *gorm.DB, run *ReconRun, t ResourceType, hc 
 		if err := tx.Create(&d).Error; err != nil {
 			return 0, 0, err
 		}
+		if err := emitEvents(tx, []newEvent{ticketOpened(d, now)}); err != nil {
+			return 0, 0, err
+		}
 		opened++
 	}
 	var done []int64

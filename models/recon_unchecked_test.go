@@ -172,6 +172,15 @@ func TestReconPartialOpensAndClosesUnchecked(t *testing.T) {
 		if got := unchecked(t, e); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("after the run that compared them UNCHECKED tickets %v, want %v", got, want)
 		}
+		// Opened once each (recon.ticket_opened), not again when updated.
+		var opened int64
+		must(t, func() error {
+			return e.s.R.Raw(`SELECT COUNT(*) FROM events WHERE type = ? AND data LIKE '%"kind":"UNCHECKED"%'`,
+				models.EventTicketOpened).Scan(&opened).Error
+		})
+		if opened != 3 {
+			t.Fatalf("%d recon.ticket_opened events of UNCHECKED tickets, want 3", opened)
+		}
 		var streaks int64
 		must(t, func() error { return e.s.R.Table("recon_unchecked").Count(&streaks).Error })
 		if streaks != 0 {

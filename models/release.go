@@ -231,9 +231,14 @@ func (s *Store) releaseIn(tx *gorm.DB, t ReleaseTask, worker string, start time.
 		return "", errLeaseLost
 	}
 	row := done[t.ID]
-	outcome, err := s.applyRelease(tx, t, row, worker, now)
+	outcome, released, err := s.applyRelease(tx, t, row, worker, now)
 	if err != nil {
 		return "", err
+	}
+	if released {
+		if err := emitEvents(tx, []newEvent{taskReleased(t, row.Trigger, now)}); err != nil {
+			return "", err
+		}
 	}
 	err = insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
 		Outcome: outcome, Note: row.rerunNote(), StartedAt: start, FinishedAt: s.Now()})
@@ -268,19 +273,25 @@ func fenceDone(tx *gorm.DB, ids []int64, token string, now time.Time) (map[int64
 // guarded update; for a DEDUCT task of a remote type, it records the
 // deduction) and returns DONE, or DUPLICATE when the ledger already has
 // it or the service had done the call before; the FaultAfterLedger point
-// follows.
-func (s *Store) applyRelease(tx *gorm.DB, t, fenced ReleaseTask, worker string, now time.Time) (string, error) {
-	outcome := OutcomeDone
-	err := s.apply(tx, t.ResourceType, releaseOp(t, fenced, worker, now))
+// follows. released tells whether it wrote a RELEASE ledger row, which is
+// a hold.released event: so does a remote type's ALREADY_DONE answer
+// recorded for the first time (we learn of the release then), not a row
+// the ledger had already.
+func (s *Store) applyRelease(tx *gorm.DB, t, fenced ReleaseTask, worker string, now time.Time) (outcome string, released bool, err error) {
+	outcome = OutcomeDone
+	err = s.apply(tx, t.ResourceType, releaseOp(t, fenced, worker, now))
 	switch {
 	case errors.Is(err, errDuplicate):
 		outcome = OutcomeDuplicate
 	case err != nil:
-		return "", err
-	case t.answer != nil && t.answer.Duplicate:
-		outcome = OutcomeDuplicate
+		return "", false, err
+	default:
+		released = t.Op == FlowRelease
+		if t.answer != nil && t.answer.Duplicate {
+			outcome = OutcomeDuplicate
+		}
 	}
-	return outcome, s.afterLedger(t)
+	return outcome, released, s.afterLedger(t)
 }
 
 // releaseOp is the change a worker applies for claimed task t, as fenced
@@ -692,8 +703,9 @@ func oneClaim(tasks []ReleaseTask) bool {
 // released together (counter.releaseMany: one locking read, one ledger
 // insert, one guarded update, each task still its own ledger row) and any
 // other resource's task by task (its own ledger insert and conditional
-// update); the counters' hold rows move in one guarded update, and the
-// attempt rows are written together. A task no longer this lease's is
+// update); the counters' hold rows move in one guarded update, the
+// hold.released events of the tasks that wrote a RELEASE row are written
+// in one insert, and the attempt rows together. A task no longer this lease's is
 // LEASE_LOST and left alone. A task's failure or panic returns a
 // *taskFailed, and what the shared statements cannot settle errTryEach:
 // either way tx must roll back.
@@ -730,6 +742,7 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		live = append(live, i)
 	}
 	attempts := make([]TaskAttempt, 0, len(live))
+	events := make([]newEvent, 0, len(live))
 	var counted []ReleaseTask // released by a releaseMany, hold rows still to move
 	for len(live) > 0 {
 		// One resource type at a time, in the order given.
@@ -756,20 +769,24 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 			t := tasks[i]
 			cur = i
 			var outcome string
+			var released bool
 			var err error
 			if many {
-				outcome, err = OutcomeDone, s.afterLedger(t)
+				outcome, released, err = OutcomeDone, true, s.afterLedger(t)
 				if t.answer != nil && t.answer.Duplicate {
 					outcome = OutcomeDuplicate
 				}
 				counted = append(counted, t)
 			} else {
-				outcome, err = s.applyRelease(tx, t, fenced[t.ID], worker, start)
+				outcome, released, err = s.applyRelease(tx, t, fenced[t.ID], worker, start)
 			}
 			if err != nil {
 				return nil, &taskFailed{i: i, start: start, cause: err}
 			}
 			cur = -1
+			if released {
+				events = append(events, taskReleased(t, fenced[t.ID].Trigger, start))
+			}
 			results[i] = ReleaseResult{Outcome: outcome}
 			attempts = append(attempts, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
 				Outcome: outcome, Note: fenced[t.ID].rerunNote(), StartedAt: start})
@@ -783,6 +800,9 @@ func (s *Store) releaseAll(tx *gorm.DB, tasks []ReleaseTask, order []int, worker
 		if moved != int64(len(counted)) {
 			return nil, errTryEach
 		}
+	}
+	if err := emitEvents(tx, events); err != nil {
+		return nil, err
 	}
 	finished := s.Now()
 	for i := range attempts {
@@ -929,6 +949,10 @@ func (s *Store) fail(tx *gorm.DB, t ReleaseTask, worker string, class ErrorClass
 	}
 	err := insertAttempt(tx, TaskAttempt{TaskID: t.ID, OrderNo: t.OrderNo, ResourceType: t.ResourceType, Worker: worker,
 		Outcome: outcome, ErrorClass: class, Error: msg, Note: t.rerunNote(), StartedAt: start, FinishedAt: retryFrom})
+	if err == nil && status == TaskManual {
+		err = emitEvents(tx, []newEvent{{Type: EventTaskManual, OrderNo: t.OrderNo, At: now, Data: manualData{OrderNo: t.OrderNo,
+			TaskID: t.ID, ResourceType: t.ResourceType, Key: t.BizKey, ErrorClass: taskClass, Failures: failures}}})
+	}
 	return ReleaseResult{Outcome: outcome, Class: class, Err: msg}, err
 }
 

@@ -241,7 +241,8 @@ var releasePaths = []string{"batch", "single"}
 // 409 ALREADY_DONE and counts as a DUPLICATE: one RELEASE row, the card
 // given back once. Breaks if the retry's key differed (the service would
 // release twice, or refuse a second release of what it no longer holds),
-// or if ALREADY_DONE were taken for a failure.
+// or if ALREADY_DONE were taken for a failure, or its recording wrote no
+// hold.released event.
 func TestRemoteSlowReleaseRetriedAsDuplicate(t *testing.T) {
 	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
@@ -267,6 +268,16 @@ func TestRemoteSlowReleaseRetriedAsDuplicate(t *testing.T) {
 					t.Fatalf("the service saw the release's key %d times, want 2", n)
 				}
 				e.wantOneRelease(t, "o-slow", 3, "409 ALREADY_DONE")
+				// Recorded now, the release is a fact we learn of now: one event.
+				var card []models.Event
+				for _, ev := range orderEvents(t, e.bundle, "o-slow") {
+					if ev.Type == models.EventHoldReleased && dataOf(t, ev)["key"] == "card-1" {
+						card = append(card, ev)
+					}
+				}
+				if len(card) != 1 {
+					t.Fatalf("%d hold.released events for the ALREADY_DONE release, want 1", len(card))
+				}
 				wantOutcomes(t, e.attempts(t, e.cardTask(t, "o-slow").ID), "RETRY/TIMEOUT", "DUPLICATE")
 				e.wantStock(t, "card-1", remotetest.Stock{Available: 10})
 				reconcileClean(t, e.bundle)

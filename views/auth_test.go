@@ -3,6 +3,7 @@ package views
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // testid is how a data-testid appears in the HTML.
@@ -52,9 +53,9 @@ func TestLayoutByRole(t *testing.T) {
 			t.Errorf("%s signed out: no language switch", lang)
 		}
 		for role, want := range map[string]map[string]bool{
-			RoleViewer:   {"nav-audit": true, "nav-orders": true, "nav-users": false, "nav-tokens": false},
-			RoleOperator: {"nav-audit": true, "nav-users": false, "nav-tokens": false},
-			RoleAdmin:    {"nav-audit": true, "nav-users": true, "nav-tokens": true},
+			RoleViewer:   {"nav-audit": true, "nav-orders": true, "nav-users": false, "nav-tokens": false, "nav-webhooks": false},
+			RoleOperator: {"nav-audit": true, "nav-users": false, "nav-tokens": false, "nav-webhooks": false},
+			RoleAdmin:    {"nav-audit": true, "nav-users": true, "nav-tokens": true, "nav-webhooks": true},
 		} {
 			out := body(lang, role)
 			for id, shown := range want {
@@ -274,7 +275,8 @@ func TestAuditActionsTranslated(t *testing.T) {
 	t.Parallel()
 	for _, a := range []string{"rerun", "bulk_rerun", "diff_ack", "diff_resolve", "recon_run_now", "job_run_now", "login",
 		"logout", "password_change", "user_create", "user_role", "user_disable", "user_enable", "user_reset_password",
-		"token_create", "token_revoke", "denied", "set_stock", "credit", "coupon_create", "activity_set", "slot_put"} {
+		"token_create", "token_revoke", "denied", "set_stock", "credit", "coupon_create", "activity_set", "slot_put",
+		"webhook_create", "webhook_delete", "webhook_pause", "webhook_resume", "webhook_redeliver"} {
 		for _, lang := range []Lang{LangZH, LangEN} {
 			if got := auditAction(Page{Lang: lang}, a); got == a && lang == LangZH {
 				t.Errorf("action %s has no Chinese name", a)
@@ -308,6 +310,8 @@ func TestNamesAreEscaped(t *testing.T) {
 	const escaped = `&lt;script&gt;alert(1)&lt;/script&gt;`
 	p := testPage(LangZH, RoleAdmin, "users.title", "users")
 	p.User = evil
+	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	hook := WebhookRow{ID: 1, URL: evil, CreatedBy: evil, PausedAt: &at, PausedReason: evil}
 	pages := map[string]string{
 		"users": renderHTML(t, UsersPage(p, UsersView{Roles: []string{"viewer"},
 			Users:  []UserRow{{ID: 2, Name: evil, Role: "viewer", RoleURL: "/r", DisableURL: "/d", ResetURL: "/x"}},
@@ -315,6 +319,10 @@ func TestNamesAreEscaped(t *testing.T) {
 		"tokens": renderHTML(t, TokensPage(p, TokensView{Tokens: []TokenRow{{ID: 1, Name: evil, Prefix: evil, CreatedBy: evil, RevokeURL: "/r"}}})),
 		"audit":  renderHTML(t, AuditPage(p, AuditView{Actor: evil, Rows: []AuditRow{{ID: 1, Actor: evil, Target: evil, Reason: evil, UserAgent: `"><script>alert(1)</script>`}}})),
 		"login":  renderHTML(t, LoginPage(testPage(LangZH, "", "login.title", ""), LoginView{Name: evil, Next: evil, Error: "LOGIN_THROTTLED", RetryAfter: evil})),
+		// A subscriber's answer is anybody's text.
+		"webhook": renderHTML(t, WebhookPage(p, WebhookDetailView{Sub: hook, Deliveries: []DeliveryRow{{ID: 1, Status: "FAILED",
+			LastStatus: 400, LastError: evil, LastAnswer: evil, RedeliverURL: "/r"}}})),
+		"webhooks": renderHTML(t, WebhooksPage(p, WebhooksView{Rows: []WebhookRow{hook}, Form: WebhookForm{URL: evil, Error: evil}})),
 	}
 	for name, out := range pages {
 		if strings.Contains(out, "<script>alert(1)") {

@@ -7,7 +7,8 @@ type text map[string][2]string
 // file; a key belongs to one set only (a test checks).
 var catalogSets = []text{commonText, overviewText, liveText, ordersText, tasksText, ledgerText, reconText, jobsText, authText, resourcesText,
 	searchText, lifeText, lifeSection, readableText, linksText, actionsText, reconGroupText, stockText,
-	fixText, causeText, errorsText, zoneText, ordersHeldText, ownersText, ageingText, approvalsText, retryText, remoteKeyText}
+	fixText, causeText, errorsText, zoneText, ordersHeldText, ownersText, ageingText, approvalsText, retryText, remoteKeyText, opsText,
+	eventsText, webhooksText}
 
 // catalog is every string the dashboard shows.
 var catalog = merge(catalogSets...)

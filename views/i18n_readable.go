@@ -51,6 +51,8 @@ var readableText = text{
 	"say.comma":              {"，", ", "},
 	"say.cleanup": {"删除了 %[3]s 之前已完成任务的尝试记录 %[1]s 条、定时任务运行记录 %[2]s 条（保留 %[4]s），%[6]s 之前的概览汇总 %[5]s 行；已结束的会话与登录限流 %[7]s 条",
 		"deleted %[1]s attempts of finished tasks and %[2]s job runs from before %[3]s (kept %[4]s), %[5]s overview rollup rows from before %[6]s; %[7]s ended sessions and login throttles"},
+	"say.cleanup_events": {"删除了 %[3]s 之前已完成任务的尝试记录 %[1]s 条、定时任务运行记录 %[2]s 条（保留 %[4]s），%[6]s 之前已送达的 Webhook 投递 %[5]s 条，%[8]s 之前的概览汇总 %[7]s 行，%[10]s 之前的事件 %[9]s 条（保留 %[11]s）；已结束的会话与登录限流 %[12]s 条",
+		"deleted %[1]s attempts of finished tasks and %[2]s job runs from before %[3]s (kept %[4]s), %[5]s webhook deliveries delivered before %[6]s, %[7]s overview rollup rows from before %[8]s, %[9]s events from before %[10]s (kept %[11]s); %[12]s ended sessions and login throttles"},
 	"say.days":      {"%d 天", "%d days"},
 	"say.recon_run": {"第 %[1]s 次对账：发现差异 %[2]s 处，新开工单 %[3]s 个，自动关闭 %[4]s 个", "run %[1]s: %[2]s diffs, %[3]s new tickets, %[4]s closed"},
 	"say.recon_partial": {"第 %[1]s 次对账（部分完成）：发现差异 %[2]s 处，新开工单 %[3]s 个，自动关闭 %[4]s 个；未能核对：%[5]s",

@@ -47,8 +47,13 @@ var shapes = []shape{
 	{regexp.MustCompile(`^closed (\d+) unpaid orders past their deadline, (\d+) pages$`), "say.timeout_close", nil},
 	{regexp.MustCompile(`^(\d{4}-\d\d-\d\d) \(([^)]+)\): (\d+) ledger rows((?: — .+)?)$`), "say.ledger_report", []argKind{argRaw, argRaw, argRaw, argParts}},
 	{regexp.MustCompile(`^(\S+)((?: \S+)?) (\S+): (\d+) rows, qty (-?\d+)$`), "say.ledger_report.line", []argKind{argCode, argCode, argCode}},
+	{regexp.MustCompile(`^deleted (\d+) attempts of finished tasks and (\d+) job runs from before (\S+ \S+) \(kept (.+)\), (\d+) webhook deliveries delivered before (\S+ \S+), (\d+) overview rollup rows from before (\S+ \S+), (\d+) events from before (\S+ \S+) \(kept (.+)\); (\d+) ended sessions and login throttles$`),
+		"say.cleanup_events", []argKind{argRaw, argRaw, argRaw, argSpan, argRaw, argRaw, argRaw, argRaw, argRaw, argRaw, argSpan}},
+	// the cleanup's summary before webhooks and events (runs recorded by earlier versions)
 	{regexp.MustCompile(`^deleted (\d+) attempts of finished tasks and (\d+) job runs from before (\S+ \S+) \(kept (.+)\), (\d+) overview rollup rows from before (\S+ \S+); (\d+) ended sessions and login throttles$`),
 		"say.cleanup", []argKind{argRaw, argRaw, argRaw, argSpan}},
+	// jobs/backup.go
+	{regexp.MustCompile(`^wrote (unhold-\S+\.db) \((\d+) bytes\); removed (\d+) older backups, keeping the newest (\d+)$`), "say.backup", nil},
 	// cmd/unhold (the reconcile job, the reconcile command) and web/api_reconcile.go
 	{regexp.MustCompile(`^run (\d+): (\d+) diffs(?: found)?, (\d+) new tickets, (\d+) closed$`), "say.recon_run", nil},
 	{regexp.MustCompile(`^run (\d+): (\d+) diffs(?: found)?, (\d+) new tickets, (\d+) closed; partial: (.+)$`), "say.recon_partial",

@@ -11,8 +11,10 @@ import (
 	"github.com/labstack/echo/v5"
 
 	"unhold/auth"
+	"unhold/buildinfo"
 	"unhold/models"
 	"unhold/models/modelstest"
+	"unhold/web"
 )
 
 // Every refused request answers its status and code with a message, and
@@ -263,19 +265,38 @@ func TestUndeclaredRouteIsRefused(t *testing.T) {
 	}
 }
 
+// health is /healthz's answer.
+type health struct {
+	Status  string         `json:"status"`
+	Version buildinfo.Info `json:"version"`
+}
+
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	eachEngine(t, func(t *testing.T, b bundle) {
 		type status struct {
 			Status string `json:"status"`
 		}
-		if got := must[status](t, b, http.StatusOK, "GET", "/healthz", ""); got.Status != "ok" {
+		if got := must[health](t, b, http.StatusOK, "GET", "/healthz", ""); got.Status != "ok" {
 			t.Fatalf("healthz = %+v", got)
 		}
 		if got := must[status](t, b, http.StatusOK, "GET", "/readyz", ""); got.Status != "ready" {
 			t.Fatalf("readyz = %+v", got)
 		}
 	})
+}
+
+// /healthz says which binary answers: the build facts and schema version
+// the server was given.
+func TestHealthzVersion(t *testing.T) {
+	t.Parallel()
+	clock := modelstest.NewClock()
+	s := modelstest.Open(t, models.SQLite, models.Options{Now: clock.Now})
+	want := buildinfo.Info{Version: "v1.2.3", Commit: "0123abc", Modified: true, BuildTime: "2026-12-05T10:00:00Z", GoVersion: "go1.26.8", Schema: 37}
+	b := anonBundleDeps(s, clock, auth.Options{}, func(d *web.Deps) { d.Version = want })
+	if got := must[health](t, b, http.StatusOK, "GET", "/healthz", ""); got.Status != "ok" || got.Version != want {
+		t.Fatalf("healthz = %+v, want ok and %+v", got, want)
+	}
 }
 
 // A database that is not migrated is not ready.

@@ -258,11 +258,26 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	if _, err := auth.New(s, auth.Options{}).CreateUser(ctx, "admin-wu", auth.RoleAdmin, password, "test"); err != nil {
 		t.Fatal(err)
 	}
+	// A webhook subscription, paused, with a delivery waiting, for its pages.
+	hook, _, err := s.CreateWebhook(ctx, models.NewWebhook{URL: "http://127.0.0.1:9/erp/unhold-events"}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.W.Exec(`INSERT INTO events (type, order_no, occurred_at, data) VALUES (?, 'L-2001', ?, '{}')`,
+		models.EventOrderClosed, time.Now().UTC()).Error; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FanOutWebhooks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PauseWebhook(ctx, hook.ID, "admin-wu"); err != nil {
+		t.Fatal(err)
+	}
 	dir := os.Getenv("UNHOLD_ARTIFACTS")
 	if dir == "" {
 		dir = filepath.Join("testdata", "artifacts")
 	}
-	dir, err := filepath.Abs(filepath.Join(dir, "screens"))
+	dir, err = filepath.Abs(filepath.Join(dir, "screens"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +378,7 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 		{"inventory", "/inventory"}, {"sku", "/inventory/SKU-7"}, {"coupons", "/coupons"}, {"balances", "/balances"},
 		{"report", "/reports/daily"}, {"recon", "/recon"}, {"jobs", "/jobs"}, {"audit", "/audit"},
 		{"search", "/search?q=L-20"}, {"password", "/account/password"}, {"users", "/admin/users"}, {"tokens", "/admin/tokens"},
+		{"webhooks", "/webhooks"}, {"webhook", fmt.Sprintf("/webhooks/%d", hook.ID)},
 	}
 	for _, lang := range []string{"zh", "en"} {
 		setLang(lang, "/")

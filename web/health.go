@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v5"
+
+	"unhold/buildinfo"
 )
 
 // readyTimeout bounds the readiness probe's database round trip.
@@ -15,9 +17,16 @@ type statusView struct {
 	Status string `json:"status"`
 }
 
-// healthz answers while the process serves HTTP.
+// healthView is /healthz's answer: alive, and which binary answers.
+type healthView struct {
+	Status  string         `json:"status"`
+	Version buildinfo.Info `json:"version"`
+}
+
+// healthz answers while the process serves HTTP, with the binary's
+// version (no database round trip: that is /readyz's).
 func (s *server) healthz(c *echo.Context) error {
-	return c.JSON(http.StatusOK, statusView{Status: "ok"})
+	return c.JSON(http.StatusOK, healthView{Status: "ok", Version: s.version})
 }
 
 // readyz answers ready when the database answers and is fully migrated.

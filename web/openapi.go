@@ -95,7 +95,8 @@ var pathParams = map[string]apiParam{
 	"uid":         {Desc: "the user", Schema: keySchema, Example: "u1"},
 	"activity_id": {Desc: "the activity", Schema: keySchema, Example: "act-1"},
 	"slot_id":     {Desc: "the seat or time slot", Schema: keySchema, Example: "seat-1"},
-	"id":          {Desc: "the release task's id (under /tasks), or the approval request's (under /approvals)", Schema: idSchema, Example: "1"},
+	"id":          {Desc: "the release task's id (under /tasks), the approval request's (under /approvals), or the webhook subscription's (under /webhooks)", Schema: idSchema, Example: "1"},
+	"did":         {Desc: "the webhook delivery's id", Schema: idSchema, Example: "1"},
 	"return_id":   {Desc: "the return's id, as its POST .../returns named it", Schema: keySchema, Example: "ret-1"},
 	"ticket_id":   {Desc: "the reconciliation ticket's id", Schema: idSchema, Example: "1"},
 }
@@ -223,12 +224,41 @@ var apiOps = map[string]apiOp{
 		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ApprovalRequest{}, Errors: []int{400, 403, 404, 409, 415}},
 	"POST /api/v1/approvals/:id/reject": {Summary: "Reject a request with a reason; the task is not changed. 403 OWN_REQUEST for the requester, APPROVER_ROLE for a non-admin rejecting an abandon; 409 REQUEST_CLOSED",
 		Body: rerunBody{}, Status: http.StatusOK, Resp: models.ApprovalRequest{}, Errors: []int{400, 403, 404, 409, 415}},
+	"POST /api/v1/webhooks": {Summary: "Subscribe a URL (http or https, no user or password in it, not a link-local address nor a name that resolves to one) to event types (none: every type), signed with a secret of 16 to 256 bytes (absent: 32 random bytes, hex). 201 with the subscription and its secret, shown this once; it hears the events from now on (docs/webhooks.md)",
+		Body: createWebhookBody{}, Status: http.StatusCreated, Resp: createdWebhookView{}, Errors: []int{400, 415}},
+	"GET /api/v1/webhooks": {Summary: "List the webhook subscriptions, oldest first, each with its backlog (PENDING and RETRY deliveries), its oldest waiting delivery, its FAILED count and whether it is paused; never a secret",
+		Status: http.StatusOK, Resp: webhooksView{}},
+	"GET /api/v1/webhooks/:id": {Summary: "Read one webhook subscription; never its secret",
+		Status: http.StatusOK, Resp: models.WebhookSubscription{}, Errors: []int{400, 404}},
+	"DELETE /api/v1/webhooks/:id": {Summary: "Delete a webhook subscription and its deliveries (204)",
+		Body: noBody{}, BodyOptional: true, Status: http.StatusNoContent, Errors: []int{400, 404, 415}},
+	"POST /api/v1/webhooks/:id/pause": {Summary: "Pause a subscription: nothing is sent to it, its events wait; harmless when paused already",
+		Body: noBody{}, BodyOptional: true, Status: http.StatusOK, Resp: models.WebhookSubscription{}, Errors: []int{400, 404, 415}},
+	"POST /api/v1/webhooks/:id/resume": {Summary: "Resume a paused subscription (by hand or after 24 h of failures): its failures are forgotten and its waiting deliveries are due at once; harmless when not paused",
+		Body: noBody{}, BodyOptional: true, Status: http.StatusOK, Resp: models.WebhookSubscription{}, Errors: []int{400, 404, 415}},
+	"GET /api/v1/webhooks/:id/deliveries": {Summary: "List a subscription's deliveries, newest first, one keyset page at a time (next: the before of the next page): status, tries, the last HTTP status, error and answer's first bytes",
+		Query: []apiParam{
+			{Name: "status", Desc: "one status", Schema: enumSchema(models.DeliveryStatuses)},
+			{Name: "before", Desc: "the next of the previous page (a delivery id); absent for the first page", Schema: idSchema},
+			limitParam(50, 500),
+		},
+		Status: http.StatusOK, Resp: models.DeliveryPage{}, Errors: []int{400, 404}},
+	"POST /api/v1/webhooks/:id/deliveries/:did/redeliver": {Summary: "Send one FAILED, DELIVERED or RETRY delivery again, now (the same event id): 200 with it; 409 NOTHING_TO_REDELIVER when it waits or is being sent already",
+		Body: noBody{}, BodyOptional: true, Status: http.StatusOK, Resp: models.WebhookDelivery{}, Errors: []int{400, 404, 409, 415}},
 	"GET /api/v1/ledgers/:type": {Summary: "List one resource type's ledger rows, newest first, one keyset page at a time",
 		Query: []apiParam{
 			{Name: "key", Desc: "only this key's rows (a coupon's: its id)", Schema: keySchema},
 			afterParam("a ledger row id"), limitParam(ledgerPageSize, maxListLimit),
 		},
 		Status: http.StatusOK, Resp: listPage[models.Flow]{}, Errors: []int{400}},
+	"GET /api/v1/events": {Summary: "Poll the events (docs/events.md), oldest first, after an event id: next is never empty (the last id answered, or after again when nothing is new), so a poller loops on it. 410 EVENTS_GONE, with oldest, when after is before the oldest event kept (the ones between were cleaned up)",
+		Query: []apiParam{
+			{Name: "after", Desc: "the next of the previous answer; 0 or absent: from the oldest event kept",
+				Schema: map[string]any{"type": "integer", "minimum": 0}},
+			limitParam(eventsPageSize, maxEventsLimit),
+			{Name: "type", Desc: "event types, comma-separated (" + eventTypeList() + "); absent: every type", Schema: textSchema},
+		},
+		Status: http.StatusOK, Resp: listPage[models.Event]{}, Errors: []int{400, 410}},
 	"GET /api/v1/recon/tickets": {Summary: "List reconciliation tickets, as the reconciliation page does, newest first",
 		Query: []apiParam{
 			{Name: "status", Desc: "ticket statuses, any of; OPEN and ACKED when absent", Schema: enumSchema(models.DiffStatuses), Repeat: true},
@@ -323,6 +353,11 @@ func (s *server) openAPIDocument() ([]byte, error) {
 		}
 		responses := map[string]any{}
 		addResp := func(status int, body any) {
+			if body == nil {
+				// 204: no body.
+				responses[strconv.Itoa(status)] = map[string]any{"description": http.StatusText(status)}
+				return
+			}
 			responses[strconv.Itoa(status)] = map[string]any{"description": http.StatusText(status),
 				"content": map[string]any{echo.MIMEApplicationJSON: map[string]any{"schema": g.of(reflect.TypeOf(body))}}}
 		}
@@ -401,6 +436,11 @@ type schemaGen struct {
 func (g *schemaGen) of(t reflect.Type) map[string]any {
 	if t == reflect.TypeFor[time.Time]() {
 		return map[string]any{"type": "string", "format": "date-time"}
+	}
+	if t == reflect.TypeFor[json.RawMessage]() {
+		// An event's data: a JSON object whose fields depend on its type
+		// (docs/events.md).
+		return map[string]any{"type": "object"}
 	}
 	if t.Kind() == reflect.Pointer {
 		return nullable(g.of(t.Elem()))

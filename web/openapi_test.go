@@ -52,6 +52,12 @@ func seedReads(t *testing.T, b bundle) {
 	// Approval request 1, of a MANUAL balance task.
 	_, err = b.s.RequestApproval(b.ctx, moneyTask(t, b, "money-1", 300), models.ApprovalRerun, models.Decider{Name: "olga"}, "ticket 7")
 	try(t, "request", err)
+	// Webhook 1, with delivery 1 waiting.
+	_, _, err = b.s.CreateWebhook(b.ctx, models.NewWebhook{URL: "http://127.0.0.1:9/hook"}, "test")
+	try(t, "webhook", err)
+	try(t, "event", b.s.W.Exec(`INSERT INTO events (type, order_no, occurred_at, data) VALUES ('order.closed', 'held-1', ?, '{}')`, b.clock.Now()).Error)
+	_, err = b.s.FanOutWebhooks(b.ctx)
+	try(t, "fan out", err)
 }
 
 // TestOpenAPIDocument holds the document to the router: every /api/v1

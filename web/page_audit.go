@@ -189,6 +189,10 @@ func (s *server) auditTargetURL(target string, admin bool) string {
 		if admin {
 			return "/admin/tokens"
 		}
+	case "webhook":
+		if id, err := strconv.ParseInt(rest, 10, 64); err == nil && admin {
+			return views.WebhookURL(id)
+		}
 	default:
 		// A declared counter's or a remote type's key: "<type>:<key>",
 		// with a page of its own.

@@ -264,7 +264,7 @@ func (s *server) chainView(ch *models.Chain, rec models.ChainRecon) views.ChainV
 	o := ch.Order
 	v := views.ChainView{No: o.OrderNo, UserID: o.UserID, Status: string(o.Status), CloseReason: o.CloseReason,
 		ChannelTxnID: o.ChannelTxnID, Note: o.Note, LatePaid: o.LatePaid, Created: o.CreatedAt,
-		PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt, Life: lifeView(ch)}
+		PayDeadline: o.PayDeadline, Paid: o.PaidAt, Closed: o.ClosedAt, Life: lifeView(ch), Events: eventRows(ch.Events)}
 	type key struct {
 		t models.ResourceType
 		k string

@@ -189,17 +189,22 @@ func (s *server) refusal(c *echo.Context, to, action, target string, err error) 
 	if aerr != nil {
 		return aerr
 	}
-	t := flashPage(c)
+	return redirectWithFlash(c, to, false, refusalText(flashPage(c), me, err))
+}
+
+// refusalText words a refusal of the models, me found in err: its code in
+// the viewer's language and, for bad input, the domain's words after its
+// "invalid input:" prefix.
+func refusalText(t views.Page, me *models.Error, err error) string {
 	text := t.Code(me.Code)
 	if errors.Is(err, models.ErrInvalid) {
-		// The domain's words after its "invalid input:" prefix.
 		msg := err.Error()
 		if i := strings.LastIndex(msg, models.ErrInvalid.Message+": "); i >= 0 {
 			msg = msg[i+len(models.ErrInvalid.Message)+2:]
 		}
 		text = fmt.Sprintf("%s: %s", text, msg)
 	}
-	return redirectWithFlash(c, to, false, text)
+	return text
 }
 
 // userIDParam reads a user id from the path.

@@ -108,7 +108,7 @@ func readableShop(t *testing.T, b bundle) {
 	b.clock.Advance(24 * time.Hour)
 	summary, err = jobs.LedgerReport(ctx, b.s, time.UTC, log)
 	add(jobs.JobLedgerReport, summary, err)
-	summary, err = jobs.CleanupAttempts(ctx, b.s, b.a, 90*24*time.Hour)
+	summary, err = jobs.CleanupAttempts(ctx, b.s, b.a, 90*24*time.Hour, jobs.DefaultEventsKeep)
 	add(jobs.JobAttemptCleanup, summary, err)
 	runs = append(runs, models.JobRun{Job: jobs.JobReconcile, Instance: "node-1", TriggeredBy: jobs.JobTriggerCron,
 		Outcome: models.JobFailed, Error: "timed out after 10m0s: context deadline exceeded", StartedAt: b.clock.Now(), FinishedAt: b.clock.Now()})

@@ -11,7 +11,7 @@ import (
 // routes lists every route of the server with the gate it needs. add is the
 // only way a route is registered, so none can be left without a gate.
 func (s *server) routes(e *echo.Echo) {
-	const get, post, put = http.MethodGet, http.MethodPost, http.MethodPut
+	const get, post, put, del = http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete
 	add := func(method, path string, g gate, h echo.HandlerFunc) {
 		ri := e.Add(method, path, h)
 		s.gates[routeKey(ri.Method, ri.Path)] = g
@@ -92,6 +92,15 @@ func (s *server) routes(e *echo.Echo) {
 	add(get, "/admin/tokens", gateAdmin, s.tokensPage)
 	add(post, "/admin/tokens", gateAdmin, s.tokenCreate)
 	add(post, "/admin/tokens/:id/revoke", gateAdmin, s.tokenRevoke)
+	// Webhook subscriptions hold a URL the server sends to and a signing
+	// secret: admins only, like users and tokens.
+	add(get, "/webhooks", gateAdmin, s.webhooksPage)
+	add(post, "/webhooks", gateAdmin, s.webhookCreate)
+	add(get, "/webhooks/:id", gateAdmin, s.webhookPage)
+	add(post, "/webhooks/:id/pause", gateAdmin, s.webhookPause)
+	add(post, "/webhooks/:id/resume", gateAdmin, s.webhookResume)
+	add(post, "/webhooks/:id/delete", gateAdmin, s.webhookDelete)
+	add(post, "/webhooks/:id/deliveries/:did/redeliver", gateAdmin, s.webhookRedeliver)
 
 	// JSON API, with bearer tokens: integrations read and write, ops rerun.
 	const api = "/api/v1"
@@ -132,6 +141,7 @@ func (s *server) routes(e *echo.Echo) {
 	add(post, api+"/approvals/:id/approve", gateOperator, s.apiDecide(true))
 	add(post, api+"/approvals/:id/reject", gateOperator, s.apiDecide(false))
 	add(get, api+"/ledgers/:type", gateViewer, s.apiLedger)
+	add(get, api+"/events", gateViewer, s.apiEvents)
 	add(get, api+"/recon/tickets", gateViewer, s.apiReconTickets)
 	add(get, api+"/recon/tickets/:ticket_id", gateViewer, s.apiTicket)
 	add(post, api+"/tasks/:id/assign", gateOperator, s.taskAssignAPI)
@@ -142,5 +152,14 @@ func (s *server) routes(e *echo.Echo) {
 	// non-admin its operational entries only, without request metadata.
 	add(get, api+"/audit", gateViewer, s.apiAudit)
 	add(get, api+"/audit/:id", gateViewer, s.apiAuditEntry)
+	// Webhook subscriptions: their URLs and secrets are the admins'.
+	add(post, api+"/webhooks", gateAdmin, s.apiCreateWebhook)
+	add(get, api+"/webhooks", gateAdmin, s.apiWebhooks)
+	add(get, api+"/webhooks/:id", gateAdmin, s.apiWebhook)
+	add(del, api+"/webhooks/:id", gateAdmin, s.apiDeleteWebhook)
+	add(post, api+"/webhooks/:id/pause", gateAdmin, s.apiPauseWebhook)
+	add(post, api+"/webhooks/:id/resume", gateAdmin, s.apiResumeWebhook)
+	add(get, api+"/webhooks/:id/deliveries", gateAdmin, s.apiWebhookDeliveries)
+	add(post, api+"/webhooks/:id/deliveries/:did/redeliver", gateAdmin, s.apiRedeliver)
 	add(get, api+"/openapi.json", gateViewer, s.openAPI())
 }

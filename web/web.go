@@ -17,6 +17,7 @@ import (
 	"github.com/labstack/echo/v5/middleware"
 
 	"unhold/auth"
+	"unhold/buildinfo"
 	"unhold/jobs"
 	"unhold/metrics"
 	"unhold/models"
@@ -63,6 +64,9 @@ type Deps struct {
 	// MISDIRECTED, closing DNS rebinding. cmd/unhold always sets them (see
 	// config.Config.Hosts); empty accepts any Host.
 	Hosts []string
+	// Version is the binary's build facts and schema version, served on
+	// /healthz; the zero value serves empty ones.
+	Version buildinfo.Info
 }
 
 // server holds the dependencies every handler uses.
@@ -92,6 +96,7 @@ type server struct {
 
 	refusals  refusalCounter
 	forwarded *forwardedWatch // nil when proxies are trusted
+	version   buildinfo.Info
 }
 
 // New builds the echo server with every route in routes.go.
@@ -109,7 +114,8 @@ func New(d Deps) *echo.Echo {
 		a = auth.New(d.Store, auth.Options{Logger: log})
 	}
 	s := &server{store: d.Store, auth: a, log: log, wake: d.Wake, rerunWait: d.RerunWait, loc: loc, sched: d.Scheduler, metrics: d.Metrics,
-		sessions: d.Sessions.WithDefaults(), metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{}}
+		sessions: d.Sessions.WithDefaults(), metricsToken: d.MetricsToken, hosts: map[string]bool{}, gates: map[string]gate{},
+		version: d.Version}
 	for _, h := range d.Hosts {
 		s.hosts[strings.ToLower(h)] = true
 	}

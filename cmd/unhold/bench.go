@@ -82,6 +82,9 @@ type benchOptions struct {
 	cpuProfile string
 	keep       bool
 	pages      bool
+	// webhookDelay, when set, runs a webhook subscriber to every event
+	// that answers after it (benchSubscriber).
+	webhookDelay time.Duration
 }
 
 func parseBenchFlags(args []string) (benchOptions, error) {
@@ -101,6 +104,8 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also time the bare release transaction on the same database, 1 and 100 per commit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of the serving process (burst, steady: serve; backlog, timeout: worker) to this file")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temp dir (SQLite file, process logs) and say where it is")
+	fs.DurationVar(&o.webhookDelay, "webhook-delay", 0,
+		"run a webhook subscriber to every event that answers 200 after this long (0: none), to show a slow subscriber does not slow releases")
 	fs.BoolVar(&o.pages, "pages", true, "while the load runs, time the dashboard's main pages as a signed-in admin, one every 250 ms")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -135,6 +140,8 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return o, fmt.Errorf("bench: -batch must be from 1 to 1000, got %d", o.batch)
 	case o.clients < 1 || o.clients > 1000:
 		return o, fmt.Errorf("bench: -clients must be from 1 to 1000, got %d", o.clients)
+	case o.webhookDelay < 0 || o.webhookDelay > time.Minute:
+		return o, fmt.Errorf("bench: -webhook-delay must be from 0 to 1m, got %s", o.webhookDelay)
 	}
 	for _, part := range strings.Split(mix, ",") {
 		r, err := models.ParseResourceType(strings.TrimSpace(part))
@@ -204,6 +211,11 @@ type benchResult struct {
 	Retried         int64    `json:"tasks_retried"`
 	InvariantsOK    bool     `json:"invariants_ok"`
 	InvariantErrors []string `json:"invariant_errors,omitempty"`
+
+	// WebhookDelayMs is -webhook-delay; WebhooksReceived how many events
+	// its subscriber was sent and answered by the end of the run.
+	WebhookDelayMs   float64 `json:"webhook_delay_ms,omitempty"`
+	WebhooksReceived int64   `json:"webhooks_received,omitempty"`
 
 	CeilingOnePerCommitPerS     float64 `json:"ceiling_1_per_commit_per_s,omitempty"`
 	CeilingHundredPerCommitPerS float64 `json:"ceiling_100_per_commit_per_s,omitempty"`
@@ -312,6 +324,18 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	if err != nil {
 		return res, fmt.Errorf("bench: fill the shop: %w", err)
 	}
+	var hooks *benchSubscriber
+	if opt.webhookDelay > 0 {
+		if hooks, err = startBenchSubscriber(opt.webhookDelay); err != nil {
+			return res, fmt.Errorf("bench: webhook subscriber: %w", err)
+		}
+		defer hooks.Close()
+		if _, _, err := b.store.CreateWebhook(ctx, models.NewWebhook{URL: hooks.url}, "bench"); err != nil {
+			return res, fmt.Errorf("bench: subscribe: %w", err)
+		}
+		res.WebhookDelayMs = float64(opt.webhookDelay.Milliseconds())
+		b.say("a webhook subscriber to every event answers after %s", opt.webhookDelay)
+	}
 	front := "web"
 	if opt.mode == benchBurst || opt.mode == benchSteady {
 		front = "serve"
@@ -400,6 +424,9 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 		pages.finish(&res)
 	}
 	b.stopAll()
+	if hooks != nil {
+		res.WebhooksReceived = hooks.got.Load()
+	}
 	if err := b.measure(ctx, &res, releaseFrom); err != nil {
 		return res, err
 	}
@@ -965,6 +992,9 @@ func printBenchTable(w io.Writer, r benchResult) {
 		if r.PageFirstError != "" {
 			row("first page error", r.PageFirstError)
 		}
+	}
+	if r.WebhookDelayMs > 0 {
+		row("webhook subscriber", fmt.Sprintf("answers after %.0f ms; %d events answered", r.WebhookDelayMs, r.WebhooksReceived))
 	}
 	row("tasks retried", r.Retried)
 	row("invariants ok", r.InvariantsOK)

@@ -10,6 +10,10 @@
 //	unhold reconcile        run a reconciliation and print its tickets
 //	unhold user add|reset   manage dashboard users
 //	unhold token add        create an API token
+//	unhold healthcheck      GET a health URL, exit 0 on 200 (for images without curl)
+//	unhold version          the binary's version, commit, build time and schema version
+//	unhold backup           copy a SQLite database, safe while it serves
+//	unhold restore          replace a SQLite database with a backup
 package main
 
 import (
@@ -47,6 +51,15 @@ Usage:
   unhold user reset NAME   set a new password for a user and end their sessions
   unhold token add --role viewer|operator|admin NAME
                            create an API token and print it alone on stdout
+  unhold healthcheck [-url U]
+                           GET U (default http://127.0.0.1:8080/readyz): exit 0 on 200, 1 otherwise
+  unhold version [-db DSN] [-json]
+                           the module version, commit, build time, Go version and the
+                           schema version this binary carries (with -db: the database's too)
+  unhold backup -to FILE [-db PATH]
+                           copy the SQLite database to FILE (a new file), safe while it serves
+  unhold restore -from FILE [-to PATH]
+                           replace the stopped SQLite database with a checked backup
 
 Run "unhold serve -h" for the flags; each has an UNHOLD_* environment variable.
 `
@@ -58,7 +71,7 @@ func main() {
 		if !errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(os.Stderr, "unhold:", err)
 		}
-		os.Exit(2)
+		os.Exit(exitStatus(err))
 	}
 }
 
@@ -70,6 +83,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	cmd := args[0]
 	if cmd == "user" || cmd == "token" {
 		return accountCommand(ctx, args, getenv, stdin, stdout, stderr)
+	}
+	if cmd == "healthcheck" {
+		return healthcheck(ctx, args[1:], stdout, stderr)
+	}
+	switch cmd {
+	case "version":
+		return version(ctx, args[1:], stdout, stderr)
+	case "backup":
+		return backup(ctx, args[1:], getenv, stdout, stderr)
+	case "restore":
+		return restore(ctx, args[1:], getenv, stdout, stderr)
 	}
 	if cmd == "bench" {
 		return bench(ctx, args[1:], getenv, stdout, stderr)
@@ -97,6 +121,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "worker":
 		return serve(ctx, cfg, log, stdout, roleWorker)
 	case "migrate":
+		cfg.Migrate = true
 		s, err := openStore(ctx, cfg, log)
 		if err != nil {
 			return err
@@ -122,15 +147,30 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 }
 
-// openStore opens and migrates the configured database.
+// openStore opens the configured database and migrates it, or, with
+// -migrate=false, checks its schema is this binary's. Either way a schema
+// newer than the binary's is refused (models.ErrSchemaNewer).
 func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*models.Store, error) {
 	opt, err := storeOptions(cfg, log)
 	if err != nil {
 		return nil, err
 	}
+	if !cfg.Migrate && !models.IsPostgres(cfg.DB) {
+		// Opening would make an empty database there, to be refused.
+		if _, err := os.Stat(cfg.DB); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: no database at %s: run unhold migrate (of this binary) first, or check -db", models.ErrSchemaOlder, cfg.DB)
+		}
+	}
 	s, err := models.Open(ctx, cfg.DB, opt)
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.Migrate {
+		if err := s.CheckSchema(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+		return s, nil
 	}
 	n, err := s.Migrate(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"unhold/auth"
+	"unhold/buildinfo"
 	"unhold/config"
 	"unhold/jobs"
 	"unhold/metrics"
@@ -73,6 +75,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			}
 		}()
 	}
+	info, err := binaryInfo()
+	if err != nil {
+		return err
+	}
 	s, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -114,7 +120,10 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 	var wake func() // nil without a worker: a close then wakes nothing
 	var ids []string
 	if r.work {
-		pools := newPools(s, cfg, m, log)
+		seq := jobs.NewEventSequencer(s, jobs.EventSequenceEvery, log)
+		workers.Add(1)
+		go func() { defer workers.Done(); seq.Run(workCtx) }()
+		pools := newPools(s, cfg, m, seq, log)
 		for _, w := range pools {
 			ids = append(ids, w.ID())
 			workers.Add(1)
@@ -126,6 +135,11 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 			workers.Add(1)
 			go func() { defer workers.Done(); jobs.ListenDue(workCtx, cfg.DB, wake, log) }()
 		}
+		// Webhooks go out from a loop of their own, so a slow subscriber
+		// never holds a release back.
+		hooks := jobs.NewWebhookSender(s, cfg.WorkerID+"-webhooks", cfg.WebhookTimeout, jobs.DefaultWebhookSends, log).WithMetrics(m)
+		workers.Add(1)
+		go func() { defer workers.Done(); hooks.Run(workCtx) }()
 		if sched, err = startCron(cronCtx, cfg, s, a, pools[0], loc, log); err != nil {
 			return err
 		}
@@ -146,7 +160,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		listening.Addr = ln.Addr().String()
 		srv = httpServer(web.New(web.Deps{Store: s, Auth: a, Log: log, Wake: wake, RerunWait: rerunWait, Location: loc, Metrics: m, Scheduler: sched,
 			Sessions: auth.SessionPolicy{Idle: cfg.SessionIdle, Absolute: cfg.SessionMax}, MetricsToken: cfg.MetricsToken,
-			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }}))
+			TrustedProxies: cfg.TrustedProxies, Hosts: listening.Hosts(), AtShutdown: func(f func(context.Context)) { flushWeb = f }, Version: info}))
 		if cfg.TLSCert != "" {
 			cert, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
 			if err != nil {
@@ -161,7 +175,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 		if ln, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			return fmt.Errorf("listen: %w", err)
 		}
-		srv = httpServer(workerMux(s, m, cfg.MetricsToken))
+		srv = httpServer(workerMux(s, m, cfg.MetricsToken, info))
 	}
 
 	switch r {
@@ -214,15 +228,16 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout io.W
 
 // newPools makes cfg.Pools workers sharing the outbox, each its own lease
 // owner: the worker id alone for one pool, "<worker-id>-<i>" for several.
-// A pool that claims a full batch wakes the next one.
-func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, log *slog.Logger) []*jobs.Worker {
+// A pool that claims a full batch wakes the next one; each wakes seq after
+// its releases.
+func newPools(s *models.Store, cfg config.Config, m *metrics.Metrics, seq *jobs.EventSequencer, log *slog.Logger) []*jobs.Worker {
 	pools := make([]*jobs.Worker, cfg.Pools)
 	for i := range pools {
 		id := cfg.WorkerID
 		if cfg.Pools > 1 {
 			id += "-" + strconv.Itoa(i+1)
 		}
-		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m)
+		pools[i] = jobs.NewWorker(s, id, cfg.WorkerBatch, cfg.LeaseDuration, log).WithMetrics(m).WithEvents(seq)
 	}
 	for i := 1; i < len(pools); i++ {
 		pools[i-1].WakeAlso(pools[i])
@@ -246,7 +261,8 @@ func startCron(ctx context.Context, cfg config.Config, s *models.Store, a *auth.
 	list, err := jobs.List(jobs.Deps{Store: s, Auth: a, Worker: w, Reconcile: reconcileFn, Log: log}, jobs.Schedule{
 		Sweep: cfg.SweepEvery, TimeoutClose: cfg.TimeoutCloseEvery, LeaseRescue: cfg.LeaseRescueEvery,
 		ReconcileAt: cfg.ReconcileAt, LedgerReport: cfg.LedgerReportSchedule, Cleanup: cfg.CleanupSchedule,
-		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, Location: loc,
+		AttemptRetention: time.Duration(cfg.AttemptRetentionDays) * 24 * time.Hour, EventsKeep: cfg.EventsKeep, Location: loc,
+		BackupDir: cfg.BackupDir, Backup: cfg.BackupSchedule, BackupKeep: cfg.BackupKeep,
 	})
 	if err != nil {
 		return nil, err
@@ -274,9 +290,17 @@ func httpServer(h http.Handler) *http.Server {
 // counters and close-to-release histogram live in this process, so only it
 // can export them. /metrics answers the loopback, or the metrics token, as
 // the dashboard's does.
-func workerMux(s *models.Store, m *metrics.Metrics, token string) http.Handler {
+func workerMux(s *models.Store, m *metrics.Metrics, token string, info buildinfo.Info) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	// The dashboard's /healthz answer: alive, and which binary.
+	health := struct {
+		Status  string         `json:"status"`
+		Version buildinfo.Info `json:"version"`
+	}{"ok", info}
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(health)
+	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Ready(r.Context()); err != nil {
 			http.Error(w, "database not ready", http.StatusServiceUnavailable)

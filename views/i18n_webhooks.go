@@ -1,0 +1,76 @@
+package views
+
+// webhooksText is the text of the webhook pages: the subscriptions' list
+// and form, one subscription with its deliveries, and the flashes of each
+// step.
+var webhooksText = text{
+	"nav.webhooks": {"事件推送", "Webhooks"},
+
+	"code.DELIVERED":            {"已送达", "DELIVERED"},
+	"code.FAILED":               {"失败", "FAILED"},
+	"code.NOTHING_TO_REDELIVER": {"无需重新投递", "NOTHING_TO_REDELIVER"},
+
+	"code.audit.webhook_create":    {"创建事件推送", "webhook created"},
+	"code.audit.webhook_delete":    {"删除事件推送", "webhook deleted"},
+	"code.audit.webhook_pause":     {"暂停事件推送", "webhook paused"},
+	"code.audit.webhook_resume":    {"恢复事件推送", "webhook resumed"},
+	"code.audit.webhook_redeliver": {"重新投递事件", "webhook event redelivered"},
+
+	"webhooks.title": {"事件推送（Webhook）", "Webhooks"},
+	"webhooks.intro": {"订阅后，所选类型的事件会以 POST JSON 推送到该 URL，并用签名密钥做 HMAC-SHA256 签名（Unhold-Signature 头），失败自动重试；同一订单的事件按顺序送达。密钥只在创建时显示一次。说明见仓库中的 docs/webhooks.md。",
+		"Once subscribed, events of the chosen types are POSTed as JSON to the URL, signed with HMAC-SHA256 under the secret (the Unhold-Signature header), and retried on failure; one order's events arrive in order. The secret is shown once, when the subscription is made. See docs/webhooks.md in the repository."},
+	"webhooks.create":        {"新建订阅", "New subscription"},
+	"webhooks.create.submit": {"创建订阅", "Subscribe"},
+	"webhooks.types.hint":    {"（不选即全部类型）", "(none ticked: every type)"},
+	"webhooks.types.all":     {"全部类型", "Every type"},
+	"webhooks.secret":        {"签名密钥（可选）", "Signing secret (optional)"},
+	"webhooks.secret.hint":   {"留空自动生成；至少 %d 字节", "Left empty, one is made; at least %d bytes"},
+	"webhooks.secret.title":  {"新订阅的签名密钥", "The new subscription's signing secret"},
+	"webhooks.list":          {"全部订阅", "All subscriptions"},
+	"webhooks.empty":         {"还没有事件推送订阅。", "No webhook subscriptions yet."},
+	"webhooks.never":         {"从未", "Never"},
+	"webhooks.col.id":        {"编号", "ID"},
+	"webhooks.col.url":       {"URL", "URL"},
+	"webhooks.col.types":     {"事件类型", "Event types"},
+	"webhooks.col.status":    {"状态", "Status"},
+	"webhooks.col.backlog":   {"待推送", "Backlog"},
+	"webhooks.col.oldest":    {"最早待推送", "Oldest waiting"},
+	"webhooks.col.failed":    {"失败", "Failed"},
+	"webhooks.col.last":      {"最近送达", "Last delivered"},
+	"webhooks.col.created":   {"创建", "Created"},
+	"webhooks.active":        {"推送中", "Active"},
+	"webhooks.paused":        {"已暂停", "Paused"},
+	"webhooks.failing":       {"持续失败，始于", "Failing since"},
+
+	"webhooks.back":        {"← 全部订阅", "← All subscriptions"},
+	"webhooks.one":         {"事件推送 #%d", "Webhook #%d"},
+	"webhooks.pause":       {"暂停推送", "Pause"},
+	"webhooks.pause.help":  {"暂停期间事件照常累积，恢复后依次推送。", "While paused, events pile up; they are sent on resume."},
+	"webhooks.resume":      {"恢复推送", "Resume"},
+	"webhooks.resume.help": {"恢复后等待重试的投递立即重发，失败计时清零。", "On resume, deliveries waiting for a retry are sent at once and the failure clock starts over."},
+
+	"webhooks.deliveries":       {"投递记录", "Deliveries"},
+	"webhooks.deliveries.empty": {"没有投递记录。", "No deliveries."},
+	"webhooks.d.id":             {"投递", "Delivery"},
+	"webhooks.d.event":          {"事件编号", "Event ID"},
+	"webhooks.d.type":           {"类型", "Type"},
+	"webhooks.d.order":          {"订单号", "Order"},
+	"webhooks.d.tries":          {"尝试次数", "Tries"},
+	"webhooks.d.answer":         {"最近应答", "Last answer"},
+	"webhooks.d.next":           {"下次尝试", "Next try"},
+	"webhooks.d.delivered":      {"送达时间", "Delivered"},
+	"webhooks.d.actions":        {"操作", "Actions"},
+	"webhooks.d.sending":        {"发送中", "sending"},
+	"webhooks.d.redeliver":      {"重新投递", "Redeliver"},
+
+	"webhooks.delete":         {"删除订阅", "Delete the subscription"},
+	"webhooks.delete.confirm": {"删除后不再推送，投递记录一并删除。确认请再输入一遍该订阅的 URL：", "Nothing more is sent and its deliveries are deleted with it. To confirm, type the subscription's URL again:"},
+	"webhooks.delete.submit":  {"删除", "Delete"},
+
+	"webhooks.flash.paused":    {"#%d 已暂停推送。", "#%d is paused."},
+	"webhooks.flash.resumed":   {"#%d 已恢复推送。", "#%d is sending again."},
+	"webhooks.flash.deleted":   {"#%d 已删除。", "#%d was deleted."},
+	"webhooks.flash.mismatch":  {"没有删除：输入的 URL 与该订阅的不一致。", "Nothing was deleted: the URL typed is not the subscription's."},
+	"webhooks.flash.redeliver": {"投递 %d（事件 %d）已排队重新发送。", "Delivery %d (event %d) will be sent again."},
+	"webhooks.flash.nothing":   {"没有改动：投递 %d 正在等待发送或正在发送。", "Nothing changed: delivery %d is already waiting to be sent or being sent."},
+}
