@@ -338,7 +338,12 @@ func TestBrowserLiveSearchAndScreens(t *testing.T) {
 	}
 	w.Wake()
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(br.Text(`[data-testid="q-released"]`), "是") {
+	// Read in the page in one step: the redraw swaps the node, and a read
+	// by node id between finding it and reading it finds it gone.
+	released := func() string {
+		return br.Eval(`(document.querySelector('[data-testid="q-released"]') || {}).textContent || ""`)
+	}
+	for !strings.Contains(released(), "是") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the chain never showed the release; drawn %q, now %q, the script's state %q", drawn,
 				br.Text(`[data-testid="drawn-at"]`), br.Eval(`(document.querySelector('[data-testid="live-state"]') || {}).textContent || "none"`))
