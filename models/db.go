@@ -91,6 +91,10 @@ type Options struct {
 	// a type, a class, or both (RetryPolicy).
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
+	// CloseGroup is how many concurrent closes may share one write
+	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
+	// every close a transaction of its own.
+	CloseGroup int
 	// LookupHost resolves a webhook URL's host when a subscription is
 	// made, to refuse one that names a link-local address; nil is the
 	// system resolver.
@@ -128,6 +132,9 @@ type Store struct {
 	retry    retryPolicies
 	// lookupHost is Options.LookupHost.
 	lookupHost func(ctx context.Context, host string) ([]string, error)
+	// closes gathers concurrent closes into shared transactions; nil
+	// when Options.CloseGroup is 1.
+	closes *closeGroups
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -169,6 +176,12 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		approval: newApprovalPolicy(opt.ApprovalThreshold, opt.ApprovalTypes), lookupHost: opt.LookupHost}
 	if s.lookupHost == nil {
 		s.lookupHost = net.DefaultResolver.LookupHost
+	}
+	if opt.CloseGroup < 0 {
+		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
+	}
+	if opt.CloseGroup != 1 {
+		s.closes = newCloseGroups(opt.CloseGroup)
 	}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter

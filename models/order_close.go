@@ -22,12 +22,23 @@ type CloseResult struct {
 // CloseOrder flips a PENDING order to CLOSED and writes one release task per
 // outstanding hold in the same transaction. Closing a CLOSED order answers
 // the same result and writes nothing; closing a PAID order is refused.
+// Concurrent closes share transactions (closeGroups), each with its own
+// answer: one's refusal never fails another's.
 func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, actor string) (CloseResult, error) {
 	if _, err := ParseCloseReason(string(reason)); err != nil {
 		return CloseResult{}, err
 	}
-	out := CloseResult{Status: OrderClosed}
+	if s.closes != nil {
+		return s.closeInGroup(ctx, orderNo, reason)
+	}
+	return s.closeAlone(ctx, orderNo, reason)
+}
+
+// closeAlone is a close in a transaction of its own.
+func (s *Store) closeAlone(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
+	var out CloseResult
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		out = CloseResult{Status: OrderClosed}
 		won, tasks, err := s.closeOrders(tx, []string{orderNo}, reason)
 		if err != nil {
 			return err
@@ -36,7 +47,7 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 			// A PENDING order has no tasks yet (a closed order never
 			// becomes PENDING again), so its tasks are the ones just
 			// written.
-			out.Won, out.Tasks = true, tasks
+			out.Won, out.Tasks = true, tasks[orderNo]
 			return nil
 		}
 		st, err := orderStatus(tx, orderNo)
@@ -57,28 +68,28 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 // closeOrders closes, inside tx, those of nos still PENDING, each by its
 // own conditional update so that a payment racing it wins or loses cleanly,
 // and writes one release task per outstanding hold of each order it closed.
-// It returns the orders it closed and the number of tasks written.
-func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, int64, error) {
+// It returns the orders it closed and the number of tasks written for each.
+func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, map[string]int64, error) {
 	now := s.Now()
 	var won []string
 	for _, no := range nos {
 		res := tx.Exec(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
 			WHERE order_no = ? AND status = 'PENDING'`, reason, now, now, no)
 		if res.Error != nil {
-			return nil, 0, res.Error
+			return nil, nil, res.Error
 		}
 		if res.RowsAffected == 1 {
 			won = append(won, no)
 		}
 	}
 	if len(won) == 0 {
-		return nil, 0, nil
+		return nil, nil, nil
 	}
 	var hs []Hold
 	for part := range slices.Chunk(won, closeChunk) {
 		var page []Hold
 		if err := tx.Where("order_no IN ?", part).Find(&page).Error; err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		hs = append(hs, page...)
 	}
@@ -112,7 +123,7 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 		if !ok && reason != TriggerPlaceAborted {
 			var err error
 			if delay, err = s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey); err != nil {
-				return nil, 0, err
+				return nil, nil, err
 			}
 			delays[k] = delay
 		}
@@ -120,20 +131,20 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delay)})
 	}
 	if err := insertTasks(tx, tasks, now); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	perOrder := make(map[string]int, len(won))
+	perOrder := make(map[string]int64, len(won))
 	for _, t := range tasks {
 		perOrder[t.OrderNo]++
 	}
 	evs := make([]newEvent, len(won))
 	for i, no := range won {
-		evs[i] = newEvent{Type: EventOrderClosed, OrderNo: no, At: now, Data: closedData{OrderNo: no, Trigger: reason, Tasks: perOrder[no]}}
+		evs[i] = newEvent{Type: EventOrderClosed, OrderNo: no, At: now, Data: closedData{OrderNo: no, Trigger: reason, Tasks: int(perOrder[no])}}
 	}
 	if err := emitEvents(tx, evs); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return won, int64(len(tasks)), nil
+	return won, perOrder, nil
 }
 
 // closeChunk bounds the rows of one IN list or one multi-row insert, well

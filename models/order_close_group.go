@@ -1,0 +1,277 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+)
+
+// FaultCloseGroup is passed, with a nil task, inside a group's write
+// transaction once it has the write turn and before it takes its members:
+// a test can hold it there while closes join, and an error fails the
+// group's transaction as a lost connection would.
+const FaultCloseGroup = "close.group"
+
+// FaultCloseGroupCommit is passed inside a group's write transaction once
+// its closes are written, before the commit, with a task that carries
+// nothing but the group's size in Qty: a drill can kill the process there.
+const FaultCloseGroupCommit = "close.group.commit"
+
+// DefaultCloseGroup is how many closes share one transaction at most.
+const DefaultCloseGroup = 64
+
+// closeGroups gathers concurrent closes into shared write transactions
+// (group commit). A close joins the group that is waiting for the write
+// turn, or starts one and leads it; the leader takes every member that
+// joined by the time its transaction began. On SQLite, with one write
+// connection, a group therefore waits no longer than one close alone
+// would, and holds the closes that queued behind the transaction before:
+// a burst of closes costs a commit and a turn of the connection per group,
+// not per close. On PostgreSQL, where a transaction begins at once, groups
+// form only when closes arrive together.
+type closeGroups struct {
+	max     int
+	mu      sync.Mutex
+	forming *closeGroup // the group whose leader waits for the write turn
+
+	groups  atomic.Int64 // transactions committed for groups
+	grouped atomic.Int64 // closes answered by them
+}
+
+// closeGroup is one group's members, appended while it forms.
+type closeGroup struct {
+	members []*closeCall
+}
+
+// closeCall is one CloseOrder waiting for its group. Its answer is res or
+// err once done is closed, unless alone says the group could not commit
+// and the close is to be tried again on its own.
+type closeCall struct {
+	ctx    context.Context
+	no     string
+	reason Trigger
+	res    CloseResult
+	err    error
+	alone  bool
+	done   chan struct{}
+}
+
+func newCloseGroups(max int) *closeGroups {
+	if max <= 0 {
+		max = DefaultCloseGroup
+	}
+	return &closeGroups{max: max}
+}
+
+// join adds c to the forming group, or makes a group of c that the caller
+// leads (the group is returned) when there is none or it is full.
+func (g *closeGroups) join(c *closeCall) *closeGroup {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f := g.forming; f != nil && len(f.members) < g.max {
+		f.members = append(f.members, c)
+		return nil
+	}
+	f := &closeGroup{members: []*closeCall{c}}
+	g.forming = f
+	return f
+}
+
+// seal closes f to new members and returns them.
+func (g *closeGroups) seal(f *closeGroup) []*closeCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.forming == f {
+		g.forming = nil
+	}
+	return f.members
+}
+
+// CloseGroupStats says how many group transactions committed and how many
+// closes they answered, since the store opened.
+func (s *Store) CloseGroupStats() (groups, closes int64) {
+	if s.closes == nil {
+		return 0, 0
+	}
+	return s.closes.groups.Load(), s.closes.grouped.Load()
+}
+
+// closeInGroup is CloseOrder through a group: it joins one, leads it if it
+// made it, and waits for the group's answer.
+func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
+	c := &closeCall{ctx: ctx, no: orderNo, reason: reason, done: make(chan struct{})}
+	if f := s.closes.join(c); f != nil {
+		s.runCloseGroup(ctx, f)
+	}
+	<-c.done
+	if c.alone {
+		return s.closeAlone(ctx, orderNo, reason)
+	}
+	if c.err != nil {
+		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, c.err)
+	}
+	return c.res, nil
+}
+
+// runCloseGroup runs group f's transaction and answers every member. The
+// transaction does not end with its leader's request: it runs on the
+// leader's context ctx without its cancellation, so a client that hangs up
+// leaves the others' closes alone. A transaction that began and failed
+// (a statement, the commit, a lost connection, a panic) sends every member
+// back to close on its own, where a failure is its own; one that never got
+// the write turn answers every member its error, as each would have had.
+func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
+	var calls []*closeCall
+	began := false
+	err := func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("close group: panic: %v", r)
+				began = true
+			}
+		}()
+		return s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+			began = true
+			if s.faults != nil {
+				if err := s.faults(FaultCloseGroup, nil); err != nil {
+					return err
+				}
+			}
+			calls = s.closes.seal(f)
+			if err := s.closeCalls(tx, calls); err != nil {
+				return err
+			}
+			if s.faults != nil {
+				return s.faults(FaultCloseGroupCommit, &ReleaseTask{Qty: int64(len(calls))})
+			}
+			return nil
+		})
+	}()
+	if calls == nil {
+		calls = s.closes.seal(f)
+	}
+	if err == nil {
+		s.closes.groups.Add(1)
+		s.closes.grouped.Add(int64(len(calls)))
+	}
+	for _, c := range calls {
+		switch {
+		case err == nil:
+		case began:
+			c.res, c.err, c.alone = CloseResult{}, nil, true
+		default:
+			c.res, c.err = CloseResult{}, err
+		}
+		close(c.done)
+	}
+}
+
+// closeCalls closes calls inside tx and sets each one's answer: in
+// order-number order, so that two groups on PostgreSQL lock orders in one
+// order, each run of closes of one reason in one closeOrders (each order
+// still by its own conditional update, with its own tasks and event); then the
+// status and tasks of those that were not PENDING, read together. A
+// refusal (not found, not closable) is that call's answer, never the
+// group's error. A call whose context ended before its turn is answered
+// so and not closed.
+func (s *Store) closeCalls(tx *gorm.DB, calls []*closeCall) error {
+	live := make([]*closeCall, 0, len(calls))
+	for _, c := range calls {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			continue
+		}
+		live = append(live, c)
+	}
+	slices.SortStableFunc(live, func(a, b *closeCall) int { return strings.Compare(a.no, b.no) })
+	won := map[string]bool{}
+	tasks := map[string]int64{}
+	for i := 0; i < len(live); {
+		j := i + 1
+		for j < len(live) && live[j].reason == live[i].reason {
+			j++
+		}
+		nos := make([]string, 0, j-i)
+		for _, c := range live[i:j] {
+			nos = append(nos, c.no)
+		}
+		closed, n, err := s.closeOrders(tx, slices.Compact(nos), live[i].reason)
+		if err != nil {
+			return err
+		}
+		for _, no := range closed {
+			won[no] = true
+		}
+		for no, k := range n {
+			tasks[no] = k
+		}
+		i = j
+	}
+	var rest []string
+	for _, c := range live {
+		if won[c.no] {
+			// The first call of an order wins it; a second one in the
+			// group finds it closed, as it would after the first.
+			c.res = CloseResult{Status: OrderClosed, Tasks: tasks[c.no], Won: true}
+			delete(won, c.no)
+			continue
+		}
+		rest = append(rest, c.no)
+	}
+	if len(rest) == 0 {
+		return nil
+	}
+	status, counts, err := closedOrdersState(tx, slices.Compact(slices.Sorted(slices.Values(rest))))
+	if err != nil {
+		return err
+	}
+	for _, c := range live {
+		if c.res.Won {
+			continue
+		}
+		st, ok := status[c.no]
+		switch {
+		case !ok:
+			c.err = fmt.Errorf("%w: order %s", ErrNotFound, c.no)
+		case st != OrderClosed:
+			c.err = fmt.Errorf("%w: order %s is %s", ErrOrderNotClosable, c.no, st)
+		default:
+			c.res = CloseResult{Status: OrderClosed, Tasks: counts[c.no]}
+		}
+	}
+	return nil
+}
+
+// closedOrdersState reads the status and the number of release tasks of
+// each of nos (sorted, distinct); an order that does not exist is absent.
+func closedOrdersState(tx *gorm.DB, nos []string) (map[string]OrderStatus, map[string]int64, error) {
+	status := make(map[string]OrderStatus, len(nos))
+	counts := make(map[string]int64, len(nos))
+	for part := range slices.Chunk(nos, closeChunk) {
+		var os []Order
+		if err := tx.Select("order_no", "status").Where("order_no IN ?", part).Find(&os).Error; err != nil {
+			return nil, nil, err
+		}
+		for _, o := range os {
+			status[o.OrderNo] = o.Status
+		}
+		var rows []struct {
+			OrderNo string
+			N       int64
+		}
+		err := tx.Raw(`SELECT order_no, COUNT(*) AS n FROM release_tasks WHERE order_no IN ? GROUP BY order_no`, part).
+			Scan(&rows).Error
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range rows {
+			counts[r.OrderNo] = r.N
+		}
+	}
+	return status, counts, nil
+}
