@@ -180,9 +180,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.CloseGroup < 0 {
 		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
 	}
-	if opt.CloseGroup != 1 {
-		s.closes = newCloseGroups(opt.CloseGroup)
-	}
+
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
@@ -225,8 +223,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		// As many idle as open: a connection closed after a burst and
+		// opened again costs the server a process (tens of ms of CPU).
 		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetMaxIdleConns(20)
 		s.W, s.R = db, db
 	} else {
 		s.Dialect = SQLite
@@ -258,8 +258,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if n <= 0 {
 			n = 4
 		}
+		// Keep them all open: database/sql keeps 2 idle by default, and
+		// under a burst of API requests (each reads its token) the others
+		// were closed and opened again, each open reading the schema anew.
 		rdb.SetMaxOpenConns(n)
+		rdb.SetMaxIdleConns(n)
 		s.W, s.R = w, r
+	}
+	if opt.CloseGroup != 1 {
+		s.closes = newCloseGroups(opt.CloseGroup, s.Dialect)
 	}
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {

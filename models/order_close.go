@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -65,26 +66,27 @@ func (s *Store) closeAlone(ctx context.Context, orderNo string, reason Trigger) 
 	return out, nil
 }
 
-// closeOrders closes, inside tx, those of nos still PENDING, each by its
-// own conditional update so that a payment racing it wins or loses cleanly,
-// and writes one release task per outstanding hold of each order it closed.
-// It returns the orders it closed and the number of tasks written for each.
+// closeOrders closes, inside tx, those of nos still PENDING, by a
+// conditional update (a payment racing it wins or loses each order
+// cleanly), and writes one release task per outstanding hold of each order
+// it closed. It returns the orders it closed, in order-number order, and
+// the number of tasks written for each.
 func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, map[string]int64, error) {
 	now := s.Now()
 	var won []string
-	for _, no := range nos {
-		res := tx.Exec(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
-			WHERE order_no = ? AND status = 'PENDING'`, reason, now, now, no)
-		if res.Error != nil {
-			return nil, nil, res.Error
+	for part := range slices.Chunk(nos, closeChunk) {
+		var page []string
+		err := tx.Raw(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
+			WHERE order_no IN ? AND status = 'PENDING' RETURNING order_no`, reason, now, now, part).Scan(&page).Error
+		if err != nil {
+			return nil, nil, err
 		}
-		if res.RowsAffected == 1 {
-			won = append(won, no)
-		}
+		won = append(won, page...)
 	}
 	if len(won) == 0 {
 		return nil, nil, nil
 	}
+	slices.Sort(won)
 	var hs []Hold
 	for part := range slices.Chunk(won, closeChunk) {
 		var page []Hold
@@ -105,30 +107,22 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 		}
 		return 0
 	})
-	// Orders of one page share SKUs: each one's release delay is read once.
-	type key struct {
-		r   ResourceType
-		biz string
+	var delays map[ResourceType]map[string]time.Duration
+	// An aborted placement never gave its customer an order: what it took
+	// goes back at once, whatever delay keeps scalpers off.
+	if reason != TriggerPlaceAborted {
+		var err error
+		if delays, err = s.releaseDelays(tx, hs); err != nil {
+			return nil, nil, err
+		}
 	}
-	delays := map[key]time.Duration{}
 	var tasks []ReleaseTask
 	for _, h := range hs {
 		if h.Outstanding() == 0 {
 			continue
 		}
-		k := key{h.ResourceType, h.BizKey}
-		delay, ok := delays[k]
-		// An aborted placement never gave its customer an order: what it
-		// took goes back at once, whatever delay keeps scalpers off.
-		if !ok && reason != TriggerPlaceAborted {
-			var err error
-			if delay, err = s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey); err != nil {
-				return nil, nil, err
-			}
-			delays[k] = delay
-		}
 		tasks = append(tasks, ReleaseTask{OrderNo: h.OrderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
-			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delay)})
+			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delays[h.ResourceType][h.BizKey])})
 	}
 	if err := insertTasks(tx, tasks, now); err != nil {
 		return nil, nil, err
@@ -145,6 +139,51 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 		return nil, nil, err
 	}
 	return won, perOrder, nil
+}
+
+// delayReader is a Resource that reads the release delays of many keys
+// in one statement (a counter); the others are asked key by key.
+type delayReader interface {
+	releaseDelays(tx *gorm.DB, keys []string) (map[string]time.Duration, error)
+}
+
+// releaseDelays reads the release delay of each key the outstanding holds
+// of hs name, once per key: orders closed together share SKUs.
+func (s *Store) releaseDelays(tx *gorm.DB, hs []Hold) (map[ResourceType]map[string]time.Duration, error) {
+	keys := map[ResourceType][]string{}
+	for _, h := range hs {
+		if h.Outstanding() > 0 {
+			keys[h.ResourceType] = append(keys[h.ResourceType], h.BizKey)
+		}
+	}
+	out := make(map[ResourceType]map[string]time.Duration, len(keys))
+	for t, ks := range keys {
+		slices.Sort(ks)
+		ks = slices.Compact(ks)
+		r := s.resources[t]
+		if many, ok := r.(delayReader); ok {
+			got := map[string]time.Duration{}
+			for part := range slices.Chunk(ks, closeChunk) {
+				page, err := many.releaseDelays(tx, part)
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(got, page)
+			}
+			out[t] = got
+			continue
+		}
+		got := make(map[string]time.Duration, len(ks))
+		for _, k := range ks {
+			d, err := r.ReleaseDelay(tx, k)
+			if err != nil {
+				return nil, err
+			}
+			got[k] = d
+		}
+		out[t] = got
+	}
+	return out, nil
 }
 
 // closeChunk bounds the rows of one IN list or one multi-row insert, well

@@ -191,8 +191,12 @@ type benchResult struct {
 	// the releases the worker made meanwhile are in it); OrderCPUMs from
 	// the first close to the last release, per order: a close and its
 	// releases.
-	CloseCPUMs               float64 `json:"close_cpu_ms"`
-	OrderCPUMs               float64 `json:"order_cpu_ms"`
+	CloseCPUMs float64 `json:"close_cpu_ms"`
+	OrderCPUMs float64 `json:"order_cpu_ms"`
+	// ClosesPerCommit is how many closes the API's group transactions
+	// carried on average (the serving process's unhold_closes_grouped_total
+	// over unhold_close_groups_total); 0 when closes went alone.
+	ClosesPerCommit          float64 `json:"closes_per_commit"`
 	ReleasesWhileClosingPerS float64 `json:"releases_while_closing_per_s"`
 	// LastReleaseAfterLastCloseMs is how long the last release came after
 	// the last close.
@@ -439,6 +443,7 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	if cpu0 > 0 {
 		res.OrderCPUMs = perOrderMs(cpuTime(web.cmd.Process.Pid)-cpu0, opt.orders)
 	}
+	res.ClosesPerCommit = b.closesPerCommit(ctx)
 	if pages != nil {
 		pages.finish(&res)
 	}
@@ -666,6 +671,34 @@ func (b *benchRun) stopAll() {
 				slog.String("log", filepath.Join(b.dir, c.name+".log")))
 		}
 	}
+}
+
+var closeGroupCounter = regexp.MustCompile(`(?m)^unhold_(close_groups|closes_grouped)_total (\S+)$`)
+
+// closesPerCommit reads the serving process's close group counters from
+// its /metrics.
+func (b *benchRun) closesPerCommit(ctx context.Context) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err != nil {
+		return 0
+	}
+	n := map[string]float64{}
+	for _, m := range closeGroupCounter.FindAllStringSubmatch(string(body), -1) {
+		n[m[1]], _ = strconv.ParseFloat(m[2], 64)
+	}
+	if n["close_groups"] == 0 {
+		return 0
+	}
+	return math.Round(n["closes_grouped"]/n["close_groups"]*10) / 10
 }
 
 // cpuTime reads the CPU time (user and system) a process has used so far;
@@ -1025,6 +1058,7 @@ func printBenchTable(w io.Writer, r benchResult) {
 	if r.CloseCPUMs > 0 {
 		row("serving CPU per close, ms (releases meanwhile in it)", r.CloseCPUMs)
 		row("serving CPU per order, close and release, ms", r.OrderCPUMs)
+		row("closes per commit", r.ClosesPerCommit)
 	}
 	row("releases/s", r.ReleasesPerS)
 	row("releases/s while closing", r.ReleasesWhileClosingPerS)
