@@ -266,7 +266,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		s.W, s.R = w, r
 	}
 	if opt.CloseGroup != 1 {
-		s.closes = newCloseGroups(opt.CloseGroup, s.Dialect)
+		s.closes = newCloseGroups(opt.CloseGroup)
 	}
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {

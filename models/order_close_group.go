@@ -35,11 +35,7 @@ const DefaultCloseGroup = 64
 // not per close. On PostgreSQL, where a transaction begins at once, groups
 // form only when closes arrive together.
 type closeGroups struct {
-	max int
-	// slots bounds the groups in flight at once on PostgreSQL (nil on
-	// SQLite, whose write gate already runs one transaction at a time): a
-	// leader waits for a slot while its group forms.
-	slots   chan struct{}
+	max     int
 	mu      sync.Mutex
 	forming *closeGroup // the group whose leader waits for the write turn
 
@@ -65,22 +61,11 @@ type closeCall struct {
 	done   chan struct{}
 }
 
-// closeGroupsAtOnce is how many groups of closes may be in flight at once
-// on PostgreSQL. Unbounded, a burst of closes ran a transaction each on as
-// many connections, and the release worker's one transaction got a
-// seventeenth of the server's CPU; bounded, the closes that wait form
-// groups, and a burst costs fewer, larger transactions.
-const closeGroupsAtOnce = 2
-
-func newCloseGroups(max int, d Dialect) *closeGroups {
+func newCloseGroups(max int) *closeGroups {
 	if max <= 0 {
 		max = DefaultCloseGroup
 	}
-	g := &closeGroups{max: max}
-	if d == Postgres {
-		g.slots = make(chan struct{}, closeGroupsAtOnce)
-	}
-	return g
+	return &closeGroups{max: max}
 }
 
 // join adds c to the forming group, or makes a group of c that the caller
@@ -141,10 +126,6 @@ func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger
 // back to close on its own, where a failure is its own; one that never got
 // the write turn answers every member its error, as each would have had.
 func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
-	if s.closes.slots != nil {
-		s.closes.slots <- struct{}{}
-		defer func() { <-s.closes.slots }()
-	}
 	var calls []*closeCall
 	began := false
 	err := func() (err error) {
