@@ -1,0 +1,47 @@
+package models_test
+
+import (
+	"testing"
+	"time"
+
+	"unhold/models"
+)
+
+// A timeout sweep and a close group on PostgreSQL lock orders in one
+// order. The sweep took its page in pay-deadline order, a group takes
+// order-number order: a group that held o-a and waited for o-b, with the
+// sweep holding o-b and waiting for o-a, deadlocked, and the sweep failed.
+func TestCloseGroupAndSweepLockInOneOrder(t *testing.T) {
+	t.Parallel()
+	h := &groupHold{}
+	b := setup(t, models.Postgres, models.Options{Faults: h.fault})
+	h.s = b.s
+	must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+	b.placeN(t, "o-b")
+	b.clock.Advance(time.Minute)
+	b.placeN(t, "o-a") // o-a expires after o-b, so the sweep takes o-b first
+	b.clock.Advance(24 * time.Hour)
+	// The group's update of o-a holds its lock a while before it goes on
+	// to o-b; the sweep's does not sleep.
+	must(t, func() error {
+		return b.s.W.Exec(`CREATE FUNCTION slow_close() RETURNS trigger AS $$ BEGIN
+			PERFORM pg_sleep(0.4); RETURN NEW; END $$ LANGUAGE plpgsql`).Error
+	})
+	must(t, func() error {
+		return b.s.W.Exec(`CREATE TRIGGER slow_close BEFORE UPDATE ON orders FOR EACH ROW
+			WHEN (NEW.order_no = 'o-a' AND NEW.close_reason = 'USER_CANCEL') EXECUTE FUNCTION slow_close()`).Error
+	})
+	group := make(chan []closeAnswer, 1)
+	go func() { group <- closeTogether(t, b, h, []string{"o-a", "o-b"}) }()
+	time.Sleep(150 * time.Millisecond) // the group holds o-a and sleeps
+	if _, err := b.s.CloseExpired(b.ctx, 10); err != nil {
+		t.Fatalf("sweep beside a close group: %v", err)
+	}
+	for i, a := range <-group {
+		if a.err != nil {
+			t.Fatalf("close %d beside the sweep: %v", i, a.err)
+		}
+	}
+	b.closedOnce(t, "o-a")
+	b.closedOnce(t, "o-b")
+}
