@@ -1,6 +1,8 @@
 package models_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -44,4 +46,40 @@ func TestCloseGroupAndSweepLockInOneOrder(t *testing.T) {
 	}
 	b.closedOnce(t, "o-a")
 	b.closedOnce(t, "o-b")
+}
+
+// A close returns when its context ends, as it did alone, even while its
+// group waits: on PostgreSQL for a row another transaction holds, on
+// SQLite for the write connection. It waited for the group's transaction,
+// which ran without its cancellation: for ever on PostgreSQL.
+func TestCloseGroupMemberLeavesOnItsContext(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+		b.placeN(t, "o-1")
+		lock := b.s.W.Begin() // on SQLite it holds the write turn
+		must(t, func() error { return lock.Error })
+		must(t, func() error { return lock.Exec("UPDATE orders SET note = note WHERE order_no = 'o-1'").Error })
+		ctx, cancel := context.WithTimeout(b.ctx, 100*time.Millisecond)
+		defer cancel()
+		done := make(chan error, 1)
+		go func() {
+			_, err := b.s.CloseOrder(ctx, "o-1", models.TriggerUserCancel, "u1")
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("close whose context ended = %v, want context.DeadlineExceeded", err)
+			}
+		case <-time.After(3 * time.Second):
+			lock.Rollback()
+			<-done
+			t.Fatal("the close still waited 3s after its context ended")
+		}
+		must(t, func() error { return lock.Rollback().Error })
+		if res, err := b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "u1"); err != nil || !res.Won {
+			t.Fatalf("close once the lock is gone = %+v, %v; want won", res, err)
+		}
+		b.closedOnce(t, "o-1")
+	})
 }

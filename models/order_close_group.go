@@ -46,6 +46,13 @@ type closeGroups struct {
 // closeGroup is one group's members, appended while it forms.
 type closeGroup struct {
 	members []*closeCall
+	left    int  // members that stopped waiting, their ctx ended
+	sealed  bool // no member joins any more
+	// cancel ends the group's transaction once it is sealed and every
+	// member left: nobody waits for it, and a close alone would have been
+	// cancelled too (a row lock another transaction holds for ever on
+	// PostgreSQL would otherwise keep it, and its connection, for ever).
+	cancel context.CancelFunc
 }
 
 // closeCall is one CloseOrder waiting for its group. Its answer is res or
@@ -53,6 +60,7 @@ type closeGroup struct {
 // and the close is to be tried again on its own.
 type closeCall struct {
 	ctx    context.Context
+	group  *closeGroup
 	no     string
 	reason Trigger
 	res    CloseResult
@@ -70,14 +78,16 @@ func newCloseGroups(max int) *closeGroups {
 
 // join adds c to the forming group, or makes a group of c that the caller
 // leads (the group is returned) when there is none or it is full.
-func (g *closeGroups) join(c *closeCall) *closeGroup {
+func (g *closeGroups) join(c *closeCall, cancel context.CancelFunc) *closeGroup {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f := g.forming; f != nil && len(f.members) < g.max {
 		f.members = append(f.members, c)
+		c.group = f
 		return nil
 	}
-	f := &closeGroup{members: []*closeCall{c}}
+	f := &closeGroup{members: []*closeCall{c}, cancel: cancel}
+	c.group = f
 	g.forming = f
 	return f
 }
@@ -89,7 +99,22 @@ func (g *closeGroups) seal(f *closeGroup) []*closeCall {
 	if g.forming == f {
 		g.forming = nil
 	}
+	f.sealed = true
 	return f.members
+}
+
+// leave records that c stopped waiting for its group, and ends the
+// group's transaction if it was the last member to wait. A group still
+// forming runs on: a close may join it yet, and it does not close c
+// (closeCalls answers a call whose ctx ended without closing it).
+func (g *closeGroups) leave(c *closeCall) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f := c.group
+	f.left++
+	if f.sealed && f.left == len(f.members) {
+		f.cancel()
+	}
 }
 
 // CloseGroupStats says how many group transactions committed and how many
@@ -101,14 +126,31 @@ func (s *Store) CloseGroupStats() (groups, closes int64) {
 	return s.closes.groups.Load(), s.closes.grouped.Load()
 }
 
-// closeInGroup is CloseOrder through a group: it joins one, leads it if it
-// made it, and waits for the group's answer.
+// closeInGroup is CloseOrder through a group: it joins one, starts it if
+// it made it, and waits for the group's answer or the end of its ctx,
+// whichever comes first, as a close alone would: the group's transaction
+// runs on in a goroutine of its own, so that the others' closes do not end
+// with the client that started it. A close that stopped waiting may still
+// commit with the group (as a close alone may commit as its client hangs
+// up), unless the group finds its ctx ended before it writes.
 func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
 	c := &closeCall{ctx: ctx, no: orderNo, reason: reason, done: make(chan struct{})}
-	if f := s.closes.join(c); f != nil {
-		s.runCloseGroup(ctx, f)
+	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	if f := s.closes.join(c, cancel); f != nil {
+		go s.runCloseGroup(gctx, f)
+	} else {
+		cancel()
 	}
-	<-c.done
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		select {
+		case <-c.done: // answered meanwhile: the answer stands
+		default:
+			s.closes.leave(c)
+			return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, ctx.Err())
+		}
+	}
 	if c.alone {
 		return s.closeAlone(ctx, orderNo, reason)
 	}
@@ -119,13 +161,15 @@ func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger
 }
 
 // runCloseGroup runs group f's transaction and answers every member. The
-// transaction does not end with its leader's request: it runs on the
-// leader's context ctx without its cancellation, so a client that hangs up
-// leaves the others' closes alone. A transaction that began and failed
+// transaction does not end with its leader's request: it runs on ctx, the
+// leader's context without its cancellation (ended only when every member
+// left, see leave), so a client that hangs up leaves the others' closes
+// alone. A transaction that began and failed
 // (a statement, the commit, a lost connection, a panic) sends every member
 // back to close on its own, where a failure is its own; one that never got
 // the write turn answers every member its error, as each would have had.
 func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
+	defer f.cancel()
 	var calls []*closeCall
 	began := false
 	err := func() (err error) {
@@ -135,7 +179,7 @@ func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
 				began = true
 			}
 		}()
-		return s.write(context.WithoutCancel(ctx), func(tx *gorm.DB) error {
+		return s.write(ctx, func(tx *gorm.DB) error {
 			began = true
 			if s.faults != nil {
 				if err := s.faults(FaultCloseGroup, nil); err != nil {
