@@ -83,3 +83,34 @@ func TestCloseGroupMemberLeavesOnItsContext(t *testing.T) {
 		b.closedOnce(t, "o-1")
 	})
 }
+
+// On SQLite a close that joined a group late, when its leader's wait for
+// the write turn ran out, still has its own wait: it was answered BUSY at
+// once, after a fraction of the busy timeout, though the turn came soon.
+func TestCloseGroupLateJoinerKeepsItsWait(t *testing.T) {
+	t.Parallel()
+	b := setup(t, models.SQLite, models.Options{BusyTimeout: time.Second})
+	must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+	b.placeN(t, "o-1", "o-2")
+	lock := b.s.W.Begin() // holds the write turn
+	must(t, func() error { return lock.Error })
+	lead := make(chan error, 1)
+	go func() { _, err := b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "u1"); lead <- err }()
+	time.Sleep(700 * time.Millisecond)
+	late := make(chan error, 1)
+	go func() {
+		res, err := b.s.CloseOrder(b.ctx, "o-2", models.TriggerUserCancel, "u1")
+		if err == nil && !res.Won {
+			err = errors.New("not won")
+		}
+		late <- err
+	}()
+	if err := <-lead; !models.IsBusy(err) {
+		t.Fatalf("the leader's close after the whole busy timeout = %v, want BUSY", err)
+	}
+	must(t, func() error { return lock.Rollback().Error })
+	if err := <-late; err != nil {
+		t.Fatalf("the late close, the turn free well within its own wait: %v", err)
+	}
+	b.closedOnce(t, "o-2")
+}

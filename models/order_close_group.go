@@ -2,11 +2,13 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -67,6 +69,10 @@ type closeCall struct {
 	err    error
 	alone  bool
 	done   chan struct{}
+	// joined is when the close joined its group; waitUntil, when it is
+	// to close alone, the end of its own wait for the write turn.
+	joined    time.Time
+	waitUntil time.Time
 }
 
 func newCloseGroups(max int) *closeGroups {
@@ -134,7 +140,7 @@ func (s *Store) CloseGroupStats() (groups, closes int64) {
 // commit with the group (as a close alone may commit as its client hangs
 // up), unless the group finds its ctx ended before it writes.
 func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
-	c := &closeCall{ctx: ctx, no: orderNo, reason: reason, done: make(chan struct{})}
+	c := &closeCall{ctx: ctx, no: orderNo, reason: reason, done: make(chan struct{}), joined: time.Now()}
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	if f := s.closes.join(c, cancel); f != nil {
 		go s.runCloseGroup(gctx, f)
@@ -152,6 +158,9 @@ func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger
 		}
 	}
 	if c.alone {
+		if !c.waitUntil.IsZero() {
+			ctx = withGateDeadline(ctx, c.waitUntil)
+		}
 		return s.closeAlone(ctx, orderNo, reason)
 	}
 	if c.err != nil {
@@ -167,7 +176,8 @@ func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger
 // alone. A transaction that began and failed
 // (a statement, the commit, a lost connection, a panic) sends every member
 // back to close on its own, where a failure is its own; one that never got
-// the write turn answers every member its error, as each would have had.
+// the write turn answers its error to every member that waited as long,
+// and sends one that joined later to wait the rest of its own time alone.
 func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
 	defer f.cancel()
 	var calls []*closeCall
@@ -208,6 +218,10 @@ func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
 		case err == nil:
 		case began:
 			c.res, c.err, c.alone = CloseResult{}, nil, true
+		case errors.Is(err, errWriteQueueTimeout) && time.Since(c.joined) < s.busy:
+			// Its leader waited the whole busy timeout for the write
+			// turn, it only part of it: it waits the rest alone.
+			c.res, c.err, c.alone, c.waitUntil = CloseResult{}, nil, true, c.joined.Add(s.busy)
 		default:
 			c.res, c.err = CloseResult{}, err
 		}
