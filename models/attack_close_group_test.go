@@ -1,8 +1,13 @@
 package models_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,4 +118,45 @@ func TestCloseGroupLateJoinerKeepsItsWait(t *testing.T) {
 		t.Fatalf("the late close, the turn free well within its own wait: %v", err)
 	}
 	b.closedOnce(t, "o-2")
+}
+
+// A panic inside a group's transaction sends its closes alone, and is
+// logged: it was swallowed, a bug of the group's own path hidden for ever.
+func TestCloseGroupPanicIsLogged(t *testing.T) {
+	t.Parallel()
+	var once atomic.Bool
+	var logs lockedBuffer
+	opt := models.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Faults: func(point string, _ *models.ReleaseTask) error {
+		if point == models.FaultCloseGroupCommit && once.CompareAndSwap(false, true) {
+			panic("boom in the group")
+		}
+		return nil
+	}}
+	b := setup(t, models.SQLite, opt)
+	must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+	b.placeN(t, "o-1")
+	if res, err := b.s.CloseOrder(b.ctx, "o-1", models.TriggerUserCancel, "u1"); err != nil || !res.Won {
+		t.Fatalf("close after its group panicked = %+v, %v; want won alone", res, err)
+	}
+	b.closedOnce(t, "o-1")
+	if !strings.Contains(logs.String(), "boom in the group") {
+		t.Fatalf("the group's panic was not logged: %q", logs.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -187,6 +188,9 @@ func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("close group: panic: %v", r)
 				began = true
+				// Its closes go alone and may well succeed there: the
+				// log is all that tells of a bug in the group's path.
+				s.log.Error("close group panicked; its closes go alone", "panic", r, "stack", string(debug.Stack()))
 			}
 		}()
 		return s.write(ctx, func(tx *gorm.DB) error {
