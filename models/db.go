@@ -135,6 +135,9 @@ type Store struct {
 	// closes gathers concurrent closes into shared transactions; nil
 	// when Options.CloseGroup is 1.
 	closes *closeGroups
+	// busy is how long a write waits for SQLite's write turn (the busy
+	// timeout), each close of a group its own (runCloseGroup).
+	busy time.Duration
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -203,6 +206,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
+	s.busy = busy
 	// No PrepareStmt: the SQLite driver compiles the SQL on every execution
 	// whatever database/sql prepares, gorm prepares anew in every
 	// transaction, and pgx already caches prepared statements per
@@ -443,6 +447,15 @@ func newWriteGate(db *sql.DB, wait time.Duration) *writeGate {
 
 type releasePriorityKey struct{}
 
+type gateDeadlineKey struct{}
+
+// withGateDeadline ends ctx's wait for the write turn at d if that comes
+// before the busy timeout: a close retried alone after waiting in its
+// group waits what is left of its own time, not all of it again.
+func withGateDeadline(ctx context.Context, d time.Time) context.Context {
+	return context.WithValue(ctx, gateDeadlineKey{}, d)
+}
+
 // ReleasePriority marks ctx as the release worker's: its write transactions
 // on SQLite wait in the priority line (see writeGate).
 func ReleasePriority(ctx context.Context) context.Context {
@@ -464,7 +477,11 @@ func (g *writeGate) enter(ctx context.Context) error {
 	turn := make(chan error, 1)
 	g.lines[line] = append(g.lines[line], turn)
 	g.mu.Unlock()
-	t := time.NewTimer(g.wait)
+	wait := g.wait
+	if d, ok := ctx.Value(gateDeadlineKey{}).(time.Time); ok {
+		wait = min(wait, time.Until(d))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	var gaveUp error
 	select {

@@ -237,6 +237,10 @@ func (s *Store) CloseExpired(ctx context.Context, limit int) ([]string, error) {
 	if len(nos) == 0 {
 		return nil, nil
 	}
+	// Locked in order-number order, as a close group locks its orders: in
+	// pay-deadline order a sweep and a group on PostgreSQL could each hold
+	// an order the other waits for.
+	slices.Sort(nos)
 	var closed []string
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		var err error
