@@ -75,6 +75,16 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 	now := s.Now()
 	var won []string
 	for part := range slices.Chunk(nos, closeChunk) {
+		// On PostgreSQL the orders are locked first, in one order that
+		// every closer shares (a group, the timeout sweep, another
+		// instance's), whatever plan the update would take.
+		if s.Dialect == Postgres {
+			var locked []string
+			if err := tx.Raw(`SELECT order_no FROM orders WHERE order_no IN ? ORDER BY order_no FOR UPDATE`, part).
+				Scan(&locked).Error; err != nil {
+				return nil, nil, err
+			}
+		}
 		var page []string
 		err := tx.Raw(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
 			WHERE order_no IN ? AND status = 'PENDING' RETURNING order_no`, reason, now, now, part).Scan(&page).Error
