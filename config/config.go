@@ -46,6 +46,7 @@ type Config struct {
 	Addr              string        // HTTP listen address
 	WorkerID          string        // lease owner name of this process's worker
 	WorkerBatch       int           // tasks claimed per worker round
+	CloseGroup        int           // closes that may share one write transaction; 1: each its own
 	Pools             int           // worker loops in this process, each with its own lease owner name
 	LeaseDuration     time.Duration // how long a claimed task stays ours
 	WebhookTimeout    time.Duration // how long one webhook send may take
@@ -142,6 +143,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	addr := text("addr", "UNHOLD_ADDR", "127.0.0.1:8080", "HTTP listen address")
 	workerID := text("worker-id", "UNHOLD_WORKER_ID", defaultWorkerID(), "worker name used as lease owner")
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
+	closeGroup := text("close-group", "UNHOLD_CLOSE_GROUP", "64",
+		"closes that arrive together may share one write transaction, up to this many, 1 to 1000 (1: each close commits alone)")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
 	webhookTimeout := text("webhook-timeout", "UNHOLD_WEBHOOK_TIMEOUT", "10s", "how long one webhook send may take, 1s to 5m")
@@ -249,6 +252,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.Pools, err = intIn(pools, 1, 64); err != nil {
+		return Config{}, err
+	}
+	if cfg.CloseGroup, err = intIn(closeGroup, 1, 1000); err != nil {
 		return Config{}, err
 	}
 	if cfg.MetricsAddr = metricsAddr.value; cfg.MetricsAddr != "" {

@@ -26,6 +26,7 @@ func defaults(t *testing.T) Config {
 		Addr:              "127.0.0.1:8080",
 		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
 		WorkerBatch:       200,
+		CloseGroup:        64,
 		Pools:             1,
 		LeaseDuration:     30 * time.Second,
 		WebhookTimeout:    10 * time.Second,
@@ -67,6 +68,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_ADDR":                ":9090",
 		"UNHOLD_WORKER_ID":           "w-env",
 		"UNHOLD_WORKER_BATCH":        "7",
+		"UNHOLD_CLOSE_GROUP":         "1",
 		"UNHOLD_POOLS":               "3",
 		"UNHOLD_METRICS_ADDR":        "127.0.0.1:9091",
 		"UNHOLD_LEASE":               "1m",
@@ -114,6 +116,7 @@ func TestLoad(t *testing.T) {
 				c.Addr = ":9090"
 				c.WorkerID = "w-env"
 				c.WorkerBatch = 7
+				c.CloseGroup = 1
 				c.Pools = 3
 				c.MetricsAddr = "127.0.0.1:9091"
 				c.LeaseDuration = time.Minute
@@ -156,6 +159,7 @@ func TestLoad(t *testing.T) {
 				"-addr", "127.0.0.1:8081",
 				"-worker-id", "w-flag",
 				"-worker-batch", "1000",
+				"-close-group", "1000",
 				"-pools", "64",
 				"-metrics-addr", "",
 				"-cpuprofile", "cpu.out",
@@ -194,6 +198,7 @@ func TestLoad(t *testing.T) {
 				c.Addr = "127.0.0.1:8081"
 				c.WorkerID = "w-flag"
 				c.WorkerBatch = 1000
+				c.CloseGroup = 1000
 				c.Pools = 64
 				c.CPUProfile = "cpu.out"
 				c.LeaseDuration = time.Second
@@ -307,6 +312,8 @@ func TestLoadInvalid(t *testing.T) {
 			`config: -worker-batch must be an integer from 1 to 1000, got "0"`},
 		{"batch too big", map[string]string{"UNHOLD_WORKER_BATCH": "1001"}, nil,
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "1001"`},
+		{"close group zero", nil, []string{"-close-group", "0"},
+			`config: -close-group must be an integer from 1 to 1000, got "0"`},
 		{"webhook timeout too long", map[string]string{"UNHOLD_WEBHOOK_TIMEOUT": "6m"}, nil,
 			`config: UNHOLD_WEBHOOK_TIMEOUT must be a duration from 1s to 5m, got "6m"`},
 		{"lease bad", map[string]string{"UNHOLD_LEASE": "30"}, nil,

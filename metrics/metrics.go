@@ -136,6 +136,14 @@ func New(s *models.Store, log *slog.Logger) *Metrics {
 		m.webhooks.WithLabelValues(r)
 	}
 	m.reg.MustRegister(m.releases, m.failures, m.duplicates, m.closeToRelease, m.httpRequests, m.httpDuration, m.webhooks,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "unhold_close_groups_total",
+			Help: "Write transactions that committed a group of closes (group commit; -close-group) in this process.",
+		}, func() float64 { g, _ := s.CloseGroupStats(); return float64(g) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "unhold_closes_grouped_total",
+			Help: "Closes answered by those group transactions; divided by unhold_close_groups_total, the closes a commit carried.",
+		}, func() float64 { _, c := s.CloseGroupStats(); return float64(c) }),
 		newQueueCollector(s, scrapeTimeout, log),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

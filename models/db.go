@@ -91,6 +91,10 @@ type Options struct {
 	// a type, a class, or both (RetryPolicy).
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
+	// CloseGroup is how many concurrent closes may share one write
+	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
+	// every close a transaction of its own.
+	CloseGroup int
 	// LookupHost resolves a webhook URL's host when a subscription is
 	// made, to refuse one that names a link-local address; nil is the
 	// system resolver.
@@ -128,6 +132,12 @@ type Store struct {
 	retry    retryPolicies
 	// lookupHost is Options.LookupHost.
 	lookupHost func(ctx context.Context, host string) ([]string, error)
+	// closes gathers concurrent closes into shared transactions; nil
+	// when Options.CloseGroup is 1.
+	closes *closeGroups
+	// busy is how long a write waits for SQLite's write turn (the busy
+	// timeout), each close of a group its own (runCloseGroup).
+	busy time.Duration
 }
 
 // IsPostgres tells whether a DSN names a PostgreSQL database.
@@ -170,6 +180,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if s.lookupHost == nil {
 		s.lookupHost = net.DefaultResolver.LookupHost
 	}
+	if opt.CloseGroup < 0 {
+		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
+	}
+
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
@@ -192,6 +206,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
+	s.busy = busy
 	// No PrepareStmt: the SQLite driver compiles the SQL on every execution
 	// whatever database/sql prepares, gorm prepares anew in every
 	// transaction, and pgx already caches prepared statements per
@@ -212,8 +227,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
+		// As many idle as open: a connection closed after a burst and
+		// opened again costs the server a process (tens of ms of CPU).
 		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetMaxIdleConns(20)
 		s.W, s.R = db, db
 	} else {
 		s.Dialect = SQLite
@@ -245,8 +262,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if n <= 0 {
 			n = 4
 		}
+		// Keep them all open: database/sql keeps 2 idle by default, and
+		// under a burst of API requests (each reads its token) the others
+		// were closed and opened again, each open reading the schema anew.
 		rdb.SetMaxOpenConns(n)
+		rdb.SetMaxIdleConns(n)
 		s.W, s.R = w, r
+	}
+	if opt.CloseGroup != 1 {
+		s.closes = newCloseGroups(opt.CloseGroup)
 	}
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {
@@ -423,6 +447,15 @@ func newWriteGate(db *sql.DB, wait time.Duration) *writeGate {
 
 type releasePriorityKey struct{}
 
+type gateDeadlineKey struct{}
+
+// withGateDeadline ends ctx's wait for the write turn at d if that comes
+// before the busy timeout: a close retried alone after waiting in its
+// group waits what is left of its own time, not all of it again.
+func withGateDeadline(ctx context.Context, d time.Time) context.Context {
+	return context.WithValue(ctx, gateDeadlineKey{}, d)
+}
+
 // ReleasePriority marks ctx as the release worker's: its write transactions
 // on SQLite wait in the priority line (see writeGate).
 func ReleasePriority(ctx context.Context) context.Context {
@@ -444,7 +477,11 @@ func (g *writeGate) enter(ctx context.Context) error {
 	turn := make(chan error, 1)
 	g.lines[line] = append(g.lines[line], turn)
 	g.mu.Unlock()
-	t := time.NewTimer(g.wait)
+	wait := g.wait
+	if d, ok := ctx.Value(gateDeadlineKey{}).(time.Time); ok {
+		wait = min(wait, time.Until(d))
+	}
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	var gaveUp error
 	select {

@@ -174,3 +174,31 @@ func TestSQLitePathWithURICharacters(t *testing.T) {
 		t.Fatalf("the database is not at %s: %v", path, err)
 	}
 }
+
+// A burst of concurrent reads keeps the read pool's connections open:
+// closing one after use and opening it again cost a SQLite read
+// connection the schema's parse, and a PostgreSQL one a server process.
+func TestPoolsKeepTheirConnections(t *testing.T) {
+	eachEngine(t, func(t *testing.T, b bundle) {
+		var wg sync.WaitGroup
+		for range 16 {
+			wg.Go(func() {
+				for range 10 {
+					var n int64
+					if err := b.s.R.Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error; err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		db, err := b.s.R.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := db.Stats(); st.MaxIdleClosed != 0 {
+			t.Fatalf("%d connections closed for want of idle room after a burst of reads, want 0 (%+v)", st.MaxIdleClosed, st)
+		}
+	})
+}

@@ -49,3 +49,15 @@ func LatePayOrder(tasks []ReleaseTask, lines []Hold) []string {
 	}
 	return out
 }
+
+// CloseGroupForming is how many closes have joined the group that is
+// forming (its leader waits for the write turn, or is held at
+// FaultCloseGroup); 0 when none is.
+func (s *Store) CloseGroupForming() int {
+	s.closes.mu.Lock()
+	defer s.closes.mu.Unlock()
+	if s.closes.forming == nil {
+		return 0
+	}
+	return len(s.closes.forming.members)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,12 +23,23 @@ type CloseResult struct {
 // CloseOrder flips a PENDING order to CLOSED and writes one release task per
 // outstanding hold in the same transaction. Closing a CLOSED order answers
 // the same result and writes nothing; closing a PAID order is refused.
+// Concurrent closes share transactions (closeGroups), each with its own
+// answer: one's refusal never fails another's.
 func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, actor string) (CloseResult, error) {
 	if _, err := ParseCloseReason(string(reason)); err != nil {
 		return CloseResult{}, err
 	}
-	out := CloseResult{Status: OrderClosed}
+	if s.closes != nil {
+		return s.closeInGroup(ctx, orderNo, reason)
+	}
+	return s.closeAlone(ctx, orderNo, reason)
+}
+
+// closeAlone is a close in a transaction of its own.
+func (s *Store) closeAlone(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
+	var out CloseResult
 	err := s.write(ctx, func(tx *gorm.DB) error {
+		out = CloseResult{Status: OrderClosed}
 		won, tasks, err := s.closeOrders(tx, []string{orderNo}, reason)
 		if err != nil {
 			return err
@@ -36,7 +48,7 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 			// A PENDING order has no tasks yet (a closed order never
 			// becomes PENDING again), so its tasks are the ones just
 			// written.
-			out.Won, out.Tasks = true, tasks
+			out.Won, out.Tasks = true, tasks[orderNo]
 			return nil
 		}
 		st, err := orderStatus(tx, orderNo)
@@ -54,31 +66,42 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 	return out, nil
 }
 
-// closeOrders closes, inside tx, those of nos still PENDING, each by its
-// own conditional update so that a payment racing it wins or loses cleanly,
-// and writes one release task per outstanding hold of each order it closed.
-// It returns the orders it closed and the number of tasks written.
-func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, int64, error) {
+// closeOrders closes, inside tx, those of nos still PENDING, by a
+// conditional update (a payment racing it wins or loses each order
+// cleanly), and writes one release task per outstanding hold of each order
+// it closed. It returns the orders it closed, in order-number order, and
+// the number of tasks written for each.
+func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string, map[string]int64, error) {
 	now := s.Now()
 	var won []string
-	for _, no := range nos {
-		res := tx.Exec(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
-			WHERE order_no = ? AND status = 'PENDING'`, reason, now, now, no)
-		if res.Error != nil {
-			return nil, 0, res.Error
+	for part := range slices.Chunk(nos, closeChunk) {
+		// On PostgreSQL the orders are locked first, in one order that
+		// every closer shares (a group, the timeout sweep, another
+		// instance's), whatever plan the update would take.
+		if s.Dialect == Postgres {
+			var locked []string
+			if err := tx.Raw(`SELECT order_no FROM orders WHERE order_no IN ? ORDER BY order_no FOR UPDATE`, part).
+				Scan(&locked).Error; err != nil {
+				return nil, nil, err
+			}
 		}
-		if res.RowsAffected == 1 {
-			won = append(won, no)
+		var page []string
+		err := tx.Raw(`UPDATE orders SET status = 'CLOSED', close_reason = ?, closed_at = ?, updated_at = ?, version = version + 1
+			WHERE order_no IN ? AND status = 'PENDING' RETURNING order_no`, reason, now, now, part).Scan(&page).Error
+		if err != nil {
+			return nil, nil, err
 		}
+		won = append(won, page...)
 	}
 	if len(won) == 0 {
-		return nil, 0, nil
+		return nil, nil, nil
 	}
+	slices.Sort(won)
 	var hs []Hold
 	for part := range slices.Chunk(won, closeChunk) {
 		var page []Hold
 		if err := tx.Where("order_no IN ?", part).Find(&page).Error; err != nil {
-			return nil, 0, err
+			return nil, nil, err
 		}
 		hs = append(hs, page...)
 	}
@@ -94,46 +117,83 @@ func (s *Store) closeOrders(tx *gorm.DB, nos []string, reason Trigger) ([]string
 		}
 		return 0
 	})
-	// Orders of one page share SKUs: each one's release delay is read once.
-	type key struct {
-		r   ResourceType
-		biz string
+	var delays map[ResourceType]map[string]time.Duration
+	// An aborted placement never gave its customer an order: what it took
+	// goes back at once, whatever delay keeps scalpers off.
+	if reason != TriggerPlaceAborted {
+		var err error
+		if delays, err = s.releaseDelays(tx, hs); err != nil {
+			return nil, nil, err
+		}
 	}
-	delays := map[key]time.Duration{}
 	var tasks []ReleaseTask
 	for _, h := range hs {
 		if h.Outstanding() == 0 {
 			continue
 		}
-		k := key{h.ResourceType, h.BizKey}
-		delay, ok := delays[k]
-		// An aborted placement never gave its customer an order: what it
-		// took goes back at once, whatever delay keeps scalpers off.
-		if !ok && reason != TriggerPlaceAborted {
-			var err error
-			if delay, err = s.resources[h.ResourceType].ReleaseDelay(tx, h.BizKey); err != nil {
-				return nil, 0, err
-			}
-			delays[k] = delay
-		}
 		tasks = append(tasks, ReleaseTask{OrderNo: h.OrderNo, ResourceType: h.ResourceType, BizKey: h.BizKey,
-			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delay)})
+			Qty: h.Outstanding(), Op: FlowRelease, Trigger: reason, NextAt: now.Add(delays[h.ResourceType][h.BizKey])})
 	}
 	if err := insertTasks(tx, tasks, now); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	perOrder := make(map[string]int, len(won))
+	perOrder := make(map[string]int64, len(won))
 	for _, t := range tasks {
 		perOrder[t.OrderNo]++
 	}
 	evs := make([]newEvent, len(won))
 	for i, no := range won {
-		evs[i] = newEvent{Type: EventOrderClosed, OrderNo: no, At: now, Data: closedData{OrderNo: no, Trigger: reason, Tasks: perOrder[no]}}
+		evs[i] = newEvent{Type: EventOrderClosed, OrderNo: no, At: now, Data: closedData{OrderNo: no, Trigger: reason, Tasks: int(perOrder[no])}}
 	}
 	if err := emitEvents(tx, evs); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	return won, int64(len(tasks)), nil
+	return won, perOrder, nil
+}
+
+// delayReader is a Resource that reads the release delays of many keys
+// in one statement (a counter); the others are asked key by key.
+type delayReader interface {
+	releaseDelays(tx *gorm.DB, keys []string) (map[string]time.Duration, error)
+}
+
+// releaseDelays reads the release delay of each key the outstanding holds
+// of hs name, once per key: orders closed together share SKUs.
+func (s *Store) releaseDelays(tx *gorm.DB, hs []Hold) (map[ResourceType]map[string]time.Duration, error) {
+	keys := map[ResourceType][]string{}
+	for _, h := range hs {
+		if h.Outstanding() > 0 {
+			keys[h.ResourceType] = append(keys[h.ResourceType], h.BizKey)
+		}
+	}
+	out := make(map[ResourceType]map[string]time.Duration, len(keys))
+	for t, ks := range keys {
+		slices.Sort(ks)
+		ks = slices.Compact(ks)
+		r := s.resources[t]
+		if many, ok := r.(delayReader); ok {
+			got := map[string]time.Duration{}
+			for part := range slices.Chunk(ks, closeChunk) {
+				page, err := many.releaseDelays(tx, part)
+				if err != nil {
+					return nil, err
+				}
+				maps.Copy(got, page)
+			}
+			out[t] = got
+			continue
+		}
+		got := make(map[string]time.Duration, len(ks))
+		for _, k := range ks {
+			d, err := r.ReleaseDelay(tx, k)
+			if err != nil {
+				return nil, err
+			}
+			got[k] = d
+		}
+		out[t] = got
+	}
+	return out, nil
 }
 
 // closeChunk bounds the rows of one IN list or one multi-row insert, well
@@ -187,6 +247,10 @@ func (s *Store) CloseExpired(ctx context.Context, limit int) ([]string, error) {
 	if len(nos) == 0 {
 		return nil, nil
 	}
+	// Locked in order-number order, as a close group locks its orders: in
+	// pay-deadline order a sweep and a group on PostgreSQL could each hold
+	// an order the other waits for.
+	slices.Sort(nos)
 	var closed []string
 	err = s.write(ctx, func(tx *gorm.DB) error {
 		var err error

@@ -313,6 +313,31 @@ func (c *counter) ReleaseDelay(tx *gorm.DB, key string) (time.Duration, error) {
 	return time.Duration(secs[0]) * time.Second, nil
 }
 
+// releaseDelays is ReleaseDelay of many keys in one statement; a key with
+// no row has no delay.
+func (c *counter) releaseDelays(tx *gorm.DB, keys []string) (map[string]time.Duration, error) {
+	out := make(map[string]time.Duration, len(keys))
+	if c.delaySeconds == "" {
+		return out, nil
+	}
+	var rows []struct {
+		BizKey string
+		Secs   int64
+	}
+	q := fmt.Sprintf("SELECT %s AS biz_key, %s AS secs FROM %s WHERE %s IN ?%s", c.key, c.delaySeconds, c.table, c.key, c.fixedCond())
+	args := []any{keys}
+	if c.fixedCol != "" {
+		args = append(args, c.fixedVal)
+	}
+	if err := tx.Raw(q, args...).Scan(&rows).Error; err != nil {
+		return nil, err
+	}
+	for _, r := range rows {
+		out[r.BizKey] = time.Duration(r.Secs) * time.Second
+	}
+	return out, nil
+}
+
 func (c *counter) Flows(db *gorm.DB, orderNo string) ([]Flow, error) {
 	var flows []Flow
 	q := fmt.Sprintf(`SELECT id, order_no, %s AS biz_key, type, epoch, trigger_type AS trigger, qty,

@@ -77,6 +77,7 @@ type benchOptions struct {
 	pools      int
 	batch      int
 	clients    int
+	closeGroup int
 	json       bool
 	ceiling    bool
 	cpuProfile string
@@ -100,6 +101,7 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	fs.IntVar(&o.pools, "pools", 1, "worker pools (-pools of the serving worker)")
 	fs.IntVar(&o.batch, "batch", 200, "tasks a worker claims at a time (-worker-batch)")
 	fs.IntVar(&o.clients, "clients", 8, "concurrent API clients placing and closing")
+	fs.IntVar(&o.closeGroup, "close-group", 64, "closes that may share one transaction (-close-group of the serving process; 1: each alone)")
 	fs.BoolVar(&o.json, "json", false, "print only the JSON line")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also time the bare release transaction on the same database, 1 and 100 per commit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of the serving process (burst, steady: serve; backlog, timeout: worker) to this file")
@@ -140,6 +142,8 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return o, fmt.Errorf("bench: -batch must be from 1 to 1000, got %d", o.batch)
 	case o.clients < 1 || o.clients > 1000:
 		return o, fmt.Errorf("bench: -clients must be from 1 to 1000, got %d", o.clients)
+	case o.closeGroup < 1 || o.closeGroup > 1000:
+		return o, fmt.Errorf("bench: -close-group must be from 1 to 1000, got %d", o.closeGroup)
 	case o.webhookDelay < 0 || o.webhookDelay > time.Minute:
 		return o, fmt.Errorf("bench: -webhook-delay must be from 0 to 1m, got %s", o.webhookDelay)
 	}
@@ -173,13 +177,26 @@ type benchResult struct {
 	Pools   int    `json:"pools"`
 	Batch   int    `json:"batch"`
 	Clients int    `json:"clients"`
-	LoadAvg string `json:"loadavg"`
+	// CloseGroup is -close-group.
+	CloseGroup int    `json:"close_group"`
+	LoadAvg    string `json:"loadavg"`
 
 	PlacesPerS float64 `json:"places_per_s"`
 	ClosesPerS float64 `json:"closes_per_s"`
 	// ReleasesPerS counts from the first close (backlog: from the worker's
 	// start) to the last release.
-	ReleasesPerS             float64 `json:"releases_per_s"`
+	ReleasesPerS float64 `json:"releases_per_s"`
+	// CloseCPUMs is the serving process's CPU time (user and system) from
+	// the first close to the last answer, per close (burst and steady:
+	// the releases the worker made meanwhile are in it); OrderCPUMs from
+	// the first close to the last release, per order: a close and its
+	// releases.
+	CloseCPUMs float64 `json:"close_cpu_ms"`
+	OrderCPUMs float64 `json:"order_cpu_ms"`
+	// ClosesPerCommit is how many closes the API's group transactions
+	// carried on average (the serving process's unhold_closes_grouped_total
+	// over unhold_close_groups_total); 0 when closes went alone.
+	ClosesPerCommit          float64 `json:"closes_per_commit"`
 	ReleasesWhileClosingPerS float64 `json:"releases_while_closing_per_s"`
 	// LastReleaseAfterLastCloseMs is how long the last release came after
 	// the last close.
@@ -284,7 +301,7 @@ func (b *benchRun) say(format string, a ...any) {
 
 func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err error) {
 	opt := b.opt
-	res = benchResult{Mode: opt.mode, Orders: opt.orders, Pools: opt.pools, Batch: opt.batch, Clients: opt.clients,
+	res = benchResult{Mode: opt.mode, Orders: opt.orders, Pools: opt.pools, Batch: opt.batch, Clients: opt.clients, CloseGroup: opt.closeGroup,
 		LoadAvg: loadAvg(), PeakRSSByProcessMB: map[string]float64{}}
 	for _, r := range opt.mix {
 		res.Mix += "," + string(r)
@@ -366,6 +383,7 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	res.PlacesPerS = float64(opt.orders) / time.Since(start).Seconds()
 
 	var releaseFrom time.Time // when releasing could start
+	var cpu0 time.Duration    // the serving process's CPU time at the first close (burst, steady)
 	var pages *pageProber
 	if opt.pages {
 		if pages, err = b.newPageProber(ctx); err != nil {
@@ -388,10 +406,12 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 			b.say("closing %d orders as fast as the API takes them", opt.orders)
 		}
 		start := time.Now()
+		cpu0 = cpuTime(web.cmd.Process.Pid)
 		if err := b.each(ctx, opt.clients, opt.orders, pace, func(i int) error { return b.close(ctx, i) }); err != nil {
 			return res, fmt.Errorf("bench: close: %w", err)
 		}
 		res.ClosesPerS = float64(opt.orders) / time.Since(start).Seconds()
+		res.CloseCPUMs = perOrderMs(cpuTime(web.cmd.Process.Pid)-cpu0, opt.orders)
 	case benchBacklog:
 		b.say("closing %d orders with no worker running", opt.orders)
 		start := time.Now()
@@ -420,6 +440,10 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	if err := b.waitReleased(ctx); err != nil {
 		return res, err
 	}
+	if cpu0 > 0 {
+		res.OrderCPUMs = perOrderMs(cpuTime(web.cmd.Process.Pid)-cpu0, opt.orders)
+	}
+	res.ClosesPerCommit = b.closesPerCommit(ctx)
 	if pages != nil {
 		pages.finish(&res)
 	}
@@ -563,7 +587,7 @@ var servingURL = regexp.MustCompile(`serving on (https?://\S+)`)
 // line on stdout, which it prints once it serves.
 func (b *benchRun) start(ctx context.Context, name string, extra ...string) (*benchChild, error) {
 	args := []string{name, "-db", b.dsn, "-log-format", "json", "-worker-id", "bench-" + name,
-		"-pools", strconv.Itoa(b.opt.pools), "-worker-batch", strconv.Itoa(b.opt.batch)}
+		"-pools", strconv.Itoa(b.opt.pools), "-worker-batch", strconv.Itoa(b.opt.batch), "-close-group", strconv.Itoa(b.opt.closeGroup)}
 	if name != "worker" {
 		args = append(args, "-addr", "127.0.0.1:0")
 	}
@@ -647,6 +671,64 @@ func (b *benchRun) stopAll() {
 				slog.String("log", filepath.Join(b.dir, c.name+".log")))
 		}
 	}
+}
+
+var closeGroupCounter = regexp.MustCompile(`(?m)^unhold_(close_groups|closes_grouped)_total (\S+)$`)
+
+// closesPerCommit reads the serving process's close group counters from
+// its /metrics.
+func (b *benchRun) closesPerCommit(ctx context.Context) float64 {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	res, err := b.client.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err != nil {
+		return 0
+	}
+	n := map[string]float64{}
+	for _, m := range closeGroupCounter.FindAllStringSubmatch(string(body), -1) {
+		n[m[1]], _ = strconv.ParseFloat(m[2], 64)
+	}
+	if n["close_groups"] == 0 {
+		return 0
+	}
+	return math.Round(n["closes_grouped"]/n["close_groups"]*10) / 10
+}
+
+// cpuTime reads the CPU time (user and system) a process has used so far;
+// zero when it cannot.
+func cpuTime(pid int) time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces; utime and stime
+	// are the 12th and 13th fields after it, in clock ticks (USER_HZ, 100
+	// on Linux).
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+func perOrderMs(d time.Duration, orders int) float64 {
+	if orders <= 0 || d <= 0 {
+		return 0
+	}
+	return math.Round(float64(d)/float64(time.Millisecond)/float64(orders)*1000) / 1000
 }
 
 // peakRSS reads a process's peak resident set (VmHWM) in MB.
@@ -969,10 +1051,15 @@ func printBenchTable(w io.Writer, r benchResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("mode", fmt.Sprintf("%s on %s, %d orders holding %s (%d tasks)", r.Mode, r.Engine, r.Orders, r.Mix, r.Tasks))
-	row("workers", fmt.Sprintf("%d pool(s), batch %d; %d API clients", r.Pools, r.Batch, r.Clients))
+	row("workers", fmt.Sprintf("%d pool(s), batch %d; %d API clients; closes grouped up to %d", r.Pools, r.Batch, r.Clients, r.CloseGroup))
 	row("load average at start", r.LoadAvg)
 	row("places/s", r.PlacesPerS)
 	row("closes/s", r.ClosesPerS)
+	if r.CloseCPUMs > 0 {
+		row("serving CPU per close, ms (releases meanwhile in it)", r.CloseCPUMs)
+		row("serving CPU per order, close and release, ms", r.OrderCPUMs)
+		row("closes per commit", r.ClosesPerCommit)
+	}
 	row("releases/s", r.ReleasesPerS)
 	row("releases/s while closing", r.ReleasesWhileClosingPerS)
 	row("last release after last close", fmt.Sprintf("%.1f ms", r.LastReleaseAfterLastCloseMs))

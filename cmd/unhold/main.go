@@ -183,6 +183,10 @@ func openStore(ctx context.Context, cfg config.Config, log *slog.Logger) (*model
 	return s, nil
 }
 
+// storeFaults are the store's fault points (models.FaultFunc), nil but in
+// the tests that run this binary to kill it at one.
+var storeFaults models.FaultFunc
+
 // storeOptions are the store's options of cfg: the declared counter types,
 // and the remote types with a client of each one's service
 // (docs/remote-resources.md).
@@ -193,6 +197,8 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		Points:              models.CouponPolicy{Expiry: models.CouponExpiryPolicy(cfg.PointsExpiry), ExtendDays: cfg.PointsExtendDays},
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 		ManualSLA:           cfg.ManualSLA,
+		CloseGroup:          cfg.CloseGroup,
+		Faults:              storeFaults,
 		ApprovalThreshold:   cfg.ApprovalThreshold,
 		RetryDefault:        cfg.RetryDefault,
 		Retry:               cfg.Retry,

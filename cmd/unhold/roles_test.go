@@ -27,6 +27,9 @@ const asUnhold = "UNHOLD_TEST_RUN_AS_UNHOLD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(asUnhold) == "1" {
+		if n, err := strconv.Atoi(os.Getenv(killAtGroupCommit)); err == nil {
+			storeFaults = killAtGroupOf(int64(n))
+		}
 		main()
 		os.Exit(0)
 	}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"unhold/models"
+	"unhold/models/modelstest"
+)
+
+// closeKillOrders are the orders the test places and closes. Enough that
+// with closeKillClients closing at once the server commits many groups
+// before it is killed, few enough for a quick run under -race.
+const (
+	closeKillOrders  = 400
+	closeKillClients = 32
+)
+
+// killAtGroupCommit, in the environment of unhold serve run by the tests,
+// makes it kill itself with SIGKILL inside the first group of closes of
+// at least that many, once its closes are written and before the commit
+// (models.FaultCloseGroupCommit).
+const killAtGroupCommit = "UNHOLD_TEST_KILL_AT_GROUP_COMMIT"
+
+// killAtGroupOf is that fault: it waits a moment first, as a slow commit
+// would, so that a close answered before its group committed would have
+// its 200 on the wire when the process dies.
+func killAtGroupOf(n int64) models.FaultFunc {
+	return func(point string, t *models.ReleaseTask) error {
+		if point == models.FaultCloseGroupCommit && t.Qty >= n {
+			time.Sleep(50 * time.Millisecond)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		return nil
+	}
+}
+
+// unhold serve, with closes pouring in, is killed with SIGKILL inside a
+// group of several closes, before its commit: every close answered 200 is
+// CLOSED with its task and its order.closed event; an order is CLOSED only
+// with them; none of the dying group's closes was answered. A second
+// server then closes the rest and releases everything, and the books add
+// up. Breaks if a close were answered before its group committed, or if a
+// group's closes committed apart from their tasks or events.
+func TestCloseGroupKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills unhold serve")
+	}
+	t.Parallel()
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		ctx := context.Background()
+		dsn := modelstest.MigratedDSN(t, d)
+		s, err := models.Open(ctx, dsn, models.Options{Logger: modelstest.QuietLog()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		if _, err := s.SetStock(ctx, "sku-1", closeKillOrders, 0, "test"); err != nil {
+			t.Fatal(err)
+		}
+		nos := make([]string, closeKillOrders)
+		for i := range nos {
+			nos[i] = fmt.Sprintf("o-%04d", i)
+			req := models.PlaceRequest{OrderNo: nos[i], UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
+			if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var tok strings.Builder
+		if err := run(ctx, []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
+			func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		token := strings.TrimSpace(tok.String())
+
+		srv := startServeProcess(t, dsn, killAtGroupCommit+"=4")
+		var next atomic.Int64
+		answered := make([]bool, len(nos))
+		var wg sync.WaitGroup
+		client := &http.Client{Timeout: 30 * time.Second}
+		for range closeKillClients {
+			wg.Go(func() {
+				for {
+					i := int(next.Add(1) - 1)
+					if i >= len(nos) {
+						return
+					}
+					code, err := closeOverAPI(client, srv.url, token, nos[i])
+					if err != nil {
+						return // the server is gone
+					}
+					if code != http.StatusOK {
+						t.Errorf("close %s = %d", nos[i], code)
+						return
+					}
+					answered[i] = true
+				}
+			})
+		}
+		select {
+		case <-srv.done:
+		case <-time.After(time.Minute):
+			t.Fatal("no group of 4 closes in a minute: the server was not killed")
+		}
+		if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
+		}
+		wg.Wait()
+
+		got := 0
+		for i, no := range nos {
+			c, err := s.OrderChain(ctx, no)
+			if err != nil {
+				t.Fatal(err)
+			}
+			events := 0
+			for _, e := range c.Events {
+				if e.Type == models.EventOrderClosed {
+					events++
+				}
+			}
+			switch {
+			case answered[i] && c.Order.Status != models.OrderClosed:
+				t.Fatalf("%s was answered 200 and is %s after the kill", no, c.Order.Status)
+			case c.Order.Status == models.OrderClosed && (len(c.Tasks) != 1 || events != 1):
+				t.Fatalf("%s is CLOSED with %d tasks and %d order.closed events, want 1 and 1", no, len(c.Tasks), events)
+			case c.Order.Status == models.OrderPending && (len(c.Tasks) != 0 || events != 0):
+				t.Fatalf("%s is PENDING with %d tasks and %d order.closed events", no, len(c.Tasks), events)
+			}
+			if answered[i] {
+				got++
+			}
+		}
+		if got == len(nos) {
+			t.Fatalf("every close was answered: the kill did not land among them")
+		}
+		t.Logf("%d of %d closes answered before the kill", got, len(nos))
+
+		srv = startServeProcess(t, dsn, "")
+		for _, no := range nos {
+			if code, err := closeOverAPI(client, srv.url, token, no); err != nil || code != http.StatusOK {
+				t.Fatalf("close %s after the restart = %d, %v", no, code, err)
+			}
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			var left int64
+			if err := s.R.Model(&models.ReleaseTask{}).Where("status <> ?", models.TaskDone).Count(&left).Error; err != nil {
+				t.Fatal(err)
+			}
+			if left == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d tasks not released a minute after the restart", left)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		srv.kill()
+		modelstest.CheckInvariants(t, s)
+	})
+}
+
+func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/orders/"+no+"/close", strings.NewReader(`{"reason":"USER_CANCEL"}`))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, nil
+}
+
+// serveProcess is unhold serve as a process of its own (this test binary,
+// see TestMain), to be killed.
+type serveProcess struct {
+	cmd  *exec.Cmd
+	url  string
+	done chan struct{}
+}
+
+// startServeProcess runs unhold serve on dsn with env added to its
+// environment (none when empty).
+func startServeProcess(t *testing.T, dsn, env string) *serveProcess {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProcess{done: make(chan struct{})}
+	// A short lease: the killed server's worker held some, and the next
+	// one takes them over once they expire.
+	p.cmd = exec.Command(exe, "serve", "-db", dsn, "-addr", "127.0.0.1:0", "-log-format", "json",
+		"-lease", chaosLease.String(), "-sweep-every", "1s")
+	if env != "" {
+		p.cmd.Env = append(os.Environ(), env)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(out)
+		line, _ := r.ReadString('\n')
+		first <- line
+		_, _ = io.Copy(io.Discard, r)
+		_ = p.cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(p.kill)
+	select {
+	case line := <-first:
+		m := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
+		if m == "" {
+			t.Fatalf("unhold serve said %q", line)
+		}
+		p.url = m
+	case <-time.After(time.Minute):
+		t.Fatal("unhold serve did not start")
+	}
+	return p
+}
+
+// kill sends SIGKILL and waits for the process to end.
+func (p *serveProcess) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
