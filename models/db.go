@@ -183,7 +183,6 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.CloseGroup < 0 {
 		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
 	}
-
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
