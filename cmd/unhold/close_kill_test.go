@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
@@ -155,20 +153,7 @@ func TestCloseGroupKilled(t *testing.T) {
 				t.Fatalf("close %s after the restart = %d, %v", no, code, err)
 			}
 		}
-		deadline := time.Now().Add(time.Minute)
-		for {
-			var left int64
-			if err := s.R.Model(&models.ReleaseTask{}).Where("status <> ?", models.TaskDone).Count(&left).Error; err != nil {
-				t.Fatal(err)
-			}
-			if left == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d tasks not released a minute after the restart", left)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		waitAllDone(t, s)
 		srv.kill()
 		modelstest.CheckInvariants(t, s)
 	})
@@ -193,53 +178,26 @@ func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
 // serveProcess is unhold serve as a process of its own (this test binary,
 // see TestMain), to be killed.
 type serveProcess struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan struct{}
+	*chaosWorker
+	url string
 }
 
 // startServeProcess runs unhold serve on dsn with env added to its
 // environment (none when empty).
 func startServeProcess(t *testing.T, dsn, env string) *serveProcess {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+	var extra []string
+	if env != "" {
+		extra = []string{env}
 	}
-	p := &serveProcess{done: make(chan struct{})}
 	// A short lease: the killed server's worker held some, and the next
 	// one takes them over once they expire.
-	p.cmd = exec.Command(exe, "serve", "-db", dsn, "-addr", "127.0.0.1:0", "-log-format", "json",
+	w, line := startChild(t, t.TempDir(), "serve", extra, "serve", "-db", dsn, "-addr", "127.0.0.1:0", "-log-format", "json",
 		"-lease", chaosLease.String(), "-sweep-every", "1s")
-	if env != "" {
-		p.cmd.Env = append(os.Environ(), env)
-	}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	first := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(out)
-		line, _ := r.ReadString('\n')
-		first <- line
-		_, _ = io.Copy(io.Discard, r)
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
+	p := &serveProcess{chaosWorker: w}
 	t.Cleanup(p.kill)
-	select {
-	case line := <-first:
-		m := regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line)
-		if m == "" {
-			t.Fatalf("unhold serve said %q", line)
-		}
-		p.url = m
-	case <-time.After(time.Minute):
-		t.Fatal("unhold serve did not start")
+	if p.url = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(line); p.url == "" {
+		t.Fatalf("unhold serve said %q", line)
 	}
 	return p
 }

@@ -213,6 +213,19 @@ func TestRemoteWorkerKilledAfterCall(t *testing.T) {
 // args, logging to dir/id.log, and waits until it says it runs.
 func startWorkerProcess(t *testing.T, dir, id string, args ...string) *chaosWorker {
 	t.Helper()
+	w, line := startChild(t, dir, id, nil, append([]string{"worker", "-log-format", "json"}, args...)...)
+	if !strings.Contains(line, "unhold worker running") {
+		t.Fatalf("unhold worker %s said %q; see its log", id, line)
+	}
+	return w
+}
+
+// startChild runs this test binary as unhold with args (the subcommand
+// first) and env added to its environment, its stderr in dir/id.log, and
+// returns it with the first line it printed on stdout, which it waits a
+// minute for.
+func startChild(t *testing.T, dir, id string, env []string, args ...string) (*chaosWorker, string) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -222,14 +235,17 @@ func startWorkerProcess(t *testing.T, dir, id string, args ...string) *chaosWork
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.cmd = exec.Command(exe, append([]string{"worker", "-log-format", "json"}, args...)...)
+	w.cmd = exec.Command(exe, args...)
+	if env != nil {
+		w.cmd.Env = append(os.Environ(), env...)
+	}
 	w.cmd.Stderr = logf
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start unhold worker %s: %v", id, err)
+		t.Fatalf("start unhold %s %s: %v", args[0], id, err)
 	}
 	first := make(chan string, 1)
 	go func() {
@@ -243,13 +259,11 @@ func startWorkerProcess(t *testing.T, dir, id string, args ...string) *chaosWork
 	}()
 	select {
 	case line := <-first:
-		if !strings.Contains(line, "unhold worker running") {
-			t.Fatalf("unhold worker %s said %q; see its log", id, line)
-		}
+		return w, line
 	case <-time.After(time.Minute):
-		t.Fatalf("unhold worker %s did not start", id)
+		t.Fatalf("unhold %s %s did not start", args[0], id)
 	}
-	return w
+	return nil, ""
 }
 
 // cardTask is order no's gift card task.
