@@ -35,35 +35,21 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 	return s.closeAlone(ctx, orderNo, reason)
 }
 
-// closeAlone is a close in a transaction of its own.
+// closeAlone is a close in a transaction of its own: a group of one
+// (closeCalls), whose refusal is its answer.
 func (s *Store) closeAlone(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
-	var out CloseResult
+	c := &closeCall{ctx: ctx, no: orderNo, reason: reason}
 	err := s.write(ctx, func(tx *gorm.DB) error {
-		out = CloseResult{Status: OrderClosed}
-		won, tasks, err := s.closeOrders(tx, []string{orderNo}, reason)
-		if err != nil {
-			return err
-		}
-		if len(won) == 1 {
-			// A PENDING order has no tasks yet (a closed order never
-			// becomes PENDING again), so its tasks are the ones just
-			// written.
-			out.Won, out.Tasks = true, tasks[orderNo]
-			return nil
-		}
-		st, err := orderStatus(tx, orderNo)
-		if err != nil {
-			return err
-		}
-		if st != OrderClosed {
-			return fmt.Errorf("%w: order %s is %s", ErrOrderNotClosable, orderNo, st)
-		}
-		return tx.Model(&ReleaseTask{}).Where("order_no = ?", orderNo).Count(&out.Tasks).Error
+		c.res, c.err = CloseResult{}, nil
+		return s.closeCalls(tx, []*closeCall{c})
 	})
+	if err == nil {
+		err = c.err
+	}
 	if err != nil {
 		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, err)
 	}
-	return out, nil
+	return c.res, nil
 }
 
 // closeOrders closes, inside tx, those of nos still PENDING, by a
