@@ -300,12 +300,9 @@ func LedgerReport(ctx context.Context, s *models.Store, loc *time.Location, log 
 // the audit log are never touched: they are append-only.
 func CleanupAttempts(ctx context.Context, s *models.Store, a *auth.Store, retention, eventsKeep time.Duration) (string, error) {
 	cutoff := s.Now().Add(-retention)
-	drain := func(del func(context.Context, time.Time, int) (int64, error)) (int64, error) {
-		return drainBefore(ctx, del, cutoff)
-	}
 	// Each table is pruned even when the other could not be.
-	attempts, aerr := drain(s.DeleteOldAttempts)
-	runs, rerr := drain(s.DeleteOldJobRuns)
+	attempts, aerr := drainBefore(ctx, s.DeleteOldAttempts, cutoff)
+	runs, rerr := drainBefore(ctx, s.DeleteOldJobRuns, cutoff)
 	deliveredCutoff := s.Now().Add(-models.WebhookDeliveredKeep)
 	delivered, derr := drainBefore(ctx, s.DeleteOldDeliveries, deliveredCutoff)
 	rollupCutoff := s.Now().Add(-models.RollupRetention)
