@@ -274,6 +274,7 @@ func (s *Store) closeCalls(tx *gorm.DB, calls []*closeCall) error {
 		}
 		i = j
 	}
+	// In order-number order, as live is.
 	var rest []string
 	for _, c := range live {
 		if won[c.no] {
@@ -288,7 +289,7 @@ func (s *Store) closeCalls(tx *gorm.DB, calls []*closeCall) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	status, counts, err := closedOrdersState(tx, slices.Compact(slices.Sorted(slices.Values(rest))))
+	status, counts, err := closedOrdersState(tx, slices.Compact(rest))
 	if err != nil {
 		return err
 	}
