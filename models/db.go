@@ -68,9 +68,9 @@ type Options struct {
 	// Remote are the types whose holds other services keep, registered
 	// after the declared counters.
 	Remote []RemoteType
-	// BusyTimeout is how long a SQLite statement waits for another
-	// connection's write lock before it fails as busy; zero is
-	// DefaultBusyTimeout.
+	// BusyTimeout is how long a write waits for its turn (writeGate),
+	// and on SQLite a statement for another connection's write lock,
+	// before it fails as busy; zero is DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// ReconUncheckedAfter is how many reconciliation runs in a row must
 	// skip a key before it gets an UNCHECKED ticket; zero is
@@ -95,21 +95,36 @@ type Options struct {
 	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
 	// every close a transaction of its own.
 	CloseGroup int
+	// Writers is how many write transactions of this Store run at once on
+	// PostgreSQL (writeGate); zero is DefaultWriters. SQLite has one write
+	// connection and takes no other number.
+	Writers int
 	// LookupHost resolves a webhook URL's host when a subscription is
 	// made, to refuse one that names a link-local address; nil is the
 	// system resolver.
 	LookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
-// DefaultBusyTimeout is how long a SQLite statement waits for the write
-// lock unless Options say otherwise. A request still waiting then is
+// DefaultBusyTimeout is how long a write waits for its turn, or a SQLite
+// statement for the write lock, unless Options say otherwise. A request still waiting then is
 // answered 503 BUSY (IsBusy).
 const DefaultBusyTimeout = 10 * time.Second
 
-// Store is the domain's handle on the database. On SQLite, writes go through
-// one connection (W), taken in turn (writeGate: by arrival, the worker every
-// other turn), and reads through a small pool (R), so readers never wait
-// behind the writer; on PostgreSQL both are one pool.
+// DefaultWriters is how many write transactions a Store runs at once on
+// PostgreSQL unless Options say otherwise. Writers past the first queue
+// on the server's CPU, where no one chooses the order: under a burst the
+// worker's statements wait behind every close's, and closes that could
+// have shared a commit each pay their own. One writer per process, its
+// turn shared with the worker, released a burst of closes on a two-core
+// server with half the latency of two and no fewer closes a second
+// (docs/performance.md). Several instances each have their own writer.
+const DefaultWriters = 1
+
+// Store is the domain's handle on the database. Writes (W) take turns
+// (writeGate: by arrival, the worker every other turn): on SQLite one at a
+// time on its one write connection, on PostgreSQL Options.Writers at a
+// time on the pool. Reads (R) never wait for a turn: on SQLite they have
+// a small pool of their own, on PostgreSQL they share the pool with W.
 type Store struct {
 	W, R      *gorm.DB
 	Dialect   Dialect
@@ -183,6 +198,13 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.CloseGroup < 0 {
 		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
 	}
+	if opt.Writers < 0 {
+		return nil, fmt.Errorf("%w: writers %d, want 1 or more (0: the default)", ErrInvalid, opt.Writers)
+	}
+	writers := opt.Writers
+	if writers == 0 {
+		writers = DefaultWriters
+	}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
@@ -218,11 +240,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	if IsPostgres(dsn) {
 		s.Dialect = Postgres
-		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		r, err := gorm.Open(postgres.Open(dsn), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		sqlDB, err := db.DB()
+		sqlDB, err := r.DB()
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -230,7 +252,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		// opened again costs the server a process (tens of ms of CPU).
 		sqlDB.SetMaxOpenConns(20)
 		sqlDB.SetMaxIdleConns(20)
-		s.W, s.R = db, db
+		w, err := gorm.Open(postgres.New(postgres.Config{Conn: newWriteGate(sqlDB, busy, writers)}), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		s.W, s.R = w, r
 	} else {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
@@ -240,7 +266,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		wdb.SetMaxOpenConns(1)
-		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy)}, cfg)
+		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy, 1)}, cfg)
 		if err != nil {
 			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -290,18 +316,18 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 // Now is the store's clock, in UTC and to the microsecond, as both engines keep it.
 func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Close closes both pools.
+// Close closes both pools (one, on PostgreSQL).
 func (s *Store) Close() error {
 	w, err := s.W.DB()
 	if err != nil {
 		return err
 	}
 	err = w.Close()
-	if s.R != s.W {
-		r, rerr := s.R.DB()
-		if rerr != nil {
-			return rerr
-		}
+	r, rerr := s.R.DB()
+	if rerr != nil {
+		return rerr
+	}
+	if r != w {
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}
@@ -414,34 +440,39 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	})
 }
 
-// errWriteQueueTimeout is a write that waited its turn for SQLite's write
-// connection longer than the busy timeout. IsBusy reports it, so a request
+// errWriteQueueTimeout is a write that waited for its turn (writeGate)
+// longer than the busy timeout. IsBusy reports it, so a request
 // is answered 503 BUSY and a release retries, as when another process holds
 // the write lock that long.
-var errWriteQueueTimeout = errors.New("waited too long for the write connection")
+var errWriteQueueTimeout = errors.New("waited too long for a write turn")
 
-// writeGate is the SQLite write pool as gorm sees it: it hands the one write
-// connection to its users in arrival order. database/sql gives a freed
-// connection to a random waiter, so under a burst of API writes the worker,
-// one waiter among many, could wait many turns in a row; here each waits its
-// turn in line. The release worker's transactions (ctx marked by
+// writeGate is the write pool as gorm sees it: it lets turns writers at a
+// time use db, and hands a freed turn to the waiting writers in arrival
+// order. On SQLite there is one turn, as there is one write connection;
+// database/sql gives a freed connection to a random waiter, so under a
+// burst of API writes the worker, one waiter among many, could wait many
+// turns in a row; here each waits its turn in line. On PostgreSQL there
+// are a few turns (Options.Writers): the server runs as many
+// transactions at once as it is sent, and twenty busy ones share its
+// cores with the worker's in no order of ours. The release worker's transactions (ctx marked by
 // ReleasePriority) wait in a line of their own that is served at least every
 // other turn: with 64 requests queued, a worker behind all of them would get
 // one turn in 65 and fall behind the closes; this way it gets half the turns
 // while it has work, and each of its batches takes every task due. A waiter
 // that gives up (its ctx ends, or the busy timeout passes) leaves its line.
 type writeGate struct {
-	db   *sql.DB
-	wait time.Duration
+	db    *sql.DB
+	wait  time.Duration
+	turns int
 
 	mu       sync.Mutex
-	busy     bool            // a writer holds the turn
-	lastPrio bool            // the turn last went to the priority line
+	held     int             // turns writers hold
+	lastPrio bool            // a turn last went to the priority line
 	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
 }
 
-func newWriteGate(db *sql.DB, wait time.Duration) *writeGate {
-	return &writeGate{db: db, wait: wait}
+func newWriteGate(db *sql.DB, wait time.Duration, turns int) *writeGate {
+	return &writeGate{db: db, wait: wait, turns: turns}
 }
 
 type releasePriorityKey struct{}
@@ -468,8 +499,9 @@ func (g *writeGate) enter(ctx context.Context) error {
 		line = 1
 	}
 	g.mu.Lock()
-	if !g.busy {
-		g.busy, g.lastPrio = true, prio
+	if g.held < g.turns {
+		g.held++
+		g.lastPrio = prio
 		g.mu.Unlock()
 		return nil
 	}
@@ -517,7 +549,7 @@ func (g *writeGate) leave() {
 	case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
 		line = 1
 	case len(g.lines[0]) == 0:
-		g.busy = false
+		g.held--
 		return
 	}
 	next := g.lines[line][0]

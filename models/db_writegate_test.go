@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,21 +16,49 @@ import (
 
 // A write waiting its turn gives up when its ctx ends, and answers busy
 // (IsBusy: a request gets 503 BUSY) after the busy timeout; neither stays in
-// the queue to hold up the writes after it.
-func TestSQLiteWriteWaitEnds(t *testing.T) {
+// the queue to hold up the writes after it. Reads never wait for a turn. On
+// PostgreSQL as many writes as Options.Writers hold turns at once.
+func TestWriteWaitEnds(t *testing.T) {
 	t.Parallel()
-	s := modelstest.Open(t, models.SQLite, models.Options{BusyTimeout: 100 * time.Millisecond})
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) {
+		for _, writers := range []int{1, 2} {
+			if d == models.SQLite && writers > 1 {
+				continue // one write connection, whatever Writers says
+			}
+			t.Run(fmt.Sprintf("%d writers", writers), func(t *testing.T) {
+				writeWaitEnds(t, d, writers)
+			})
+		}
+	})
+}
+
+func TestWritersOption(t *testing.T) {
+	t.Parallel()
+	if _, err := models.Open(context.Background(), modelstest.MigratedDSN(t, models.SQLite), models.Options{Writers: -1}); !errors.Is(err, models.ErrInvalid) {
+		t.Fatalf("Writers -1: %v, want INVALID_INPUT", err)
+	}
+}
+
+func writeWaitEnds(t *testing.T, d models.Dialect, writers int) {
+	s := modelstest.Open(t, d, models.Options{BusyTimeout: 100 * time.Millisecond, Writers: writers})
 	ctx := context.Background()
-	held, hold := make(chan struct{}), make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- s.W.WithContext(ctx).Transaction(func(*gorm.DB) error {
-			close(held)
-			<-hold
-			return nil
-		})
-	}()
-	<-held
+	hold := make(chan struct{})
+	done := make(chan error, writers)
+	for range writers {
+		held := make(chan struct{})
+		go func() {
+			done <- s.W.WithContext(ctx).Transaction(func(*gorm.DB) error {
+				close(held)
+				<-hold
+				return nil
+			})
+		}()
+		<-held
+	}
+	var n int64
+	if err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error; err != nil {
+		t.Errorf("read while every write turn is held: %v", err)
+	}
 
 	cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancel()
@@ -43,24 +72,31 @@ func TestSQLiteWriteWaitEnds(t *testing.T) {
 	}
 
 	close(hold)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	for range writers {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, err := s.SetStock(ctx, "sku-1", 5, 0, "test"); err != nil {
 		t.Fatalf("write after the turn was given back: %v", err)
 	}
 }
 
-// With writers hammering SQLite's one write connection, a request waits at
-// most one turn per writer queued before it (the connection is handed out
-// in arrival order, not to a random waiter, database/sql's choice, under
-// which a waiter can be passed over many times in a row). The release
+// With writers hammering the one write turn (SQLite's one write
+// connection; PostgreSQL's default Writers), a request waits at most one
+// turn per writer queued before it (turns are handed out in arrival order,
+// not to a random waiter, database/sql's choice, under which a waiter can
+// be passed over many times in a row). The release
 // worker's writes (ReleasePriority) wait in a line of their own served at
 // least every other turn: behind 8 hammering requests the worker waits
 // about one turn, not eight; and hammering worker writes still leave every
 // other turn to a request.
-func TestSQLiteWorkerLineServedEveryOtherTurn(t *testing.T) {
+func TestWorkerLineServedEveryOtherTurn(t *testing.T) {
 	t.Parallel()
+	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) { workerLineServedEveryOtherTurn(t, d) })
+}
+
+func workerLineServedEveryOtherTurn(t *testing.T, d models.Dialect) {
 	for _, tc := range []struct {
 		name             string
 		hammer, measured func(context.Context) context.Context
@@ -75,7 +111,7 @@ func TestSQLiteWorkerLineServedEveryOtherTurn(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := modelstest.Open(t, models.SQLite, models.Options{})
+			s := modelstest.Open(t, d, models.Options{})
 			const hammers = 8
 			var turns atomic.Int64
 			stop := make(chan struct{})

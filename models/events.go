@@ -127,12 +127,12 @@ func (s *Store) eventPos() string {
 // at a time on PostgreSQL (an arbitrary constant: "unhold:events").
 const eventSequencerLock = 0x756e686f6c64_01
 
-// maxSequenced bounds the events one SequenceEvents transaction numbers.
-const maxSequenced = 2000
+// MaxSequenced bounds the events one SequenceEvents transaction numbers.
+const MaxSequenced = 2000
 
 // SequenceEvents gives the committed events not yet numbered their seq, in
 // id order, after every seq given before, and returns how many it
-// numbered (up to maxSequenced per call). On SQLite events are readable as
+// numbered (up to MaxSequenced per call). On SQLite events are readable as
 // they commit and it does nothing. Concurrent calls, from this process or
 // another, take turns on an advisory lock, so two never give one seq.
 func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
@@ -156,7 +156,7 @@ func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
 		res := tx.Exec(`UPDATE events SET seq = base.m + next.n
 			FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE seq IS NULL ORDER BY id LIMIT ?) next,
 			     (SELECT COALESCE(MAX(seq), 0) AS m FROM events) base
-			WHERE events.id = next.id`, maxSequenced)
+			WHERE events.id = next.id`, MaxSequenced)
 		n = res.RowsAffected
 		return res.Error
 	})

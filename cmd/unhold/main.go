@@ -198,6 +198,7 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 		ManualSLA:           cfg.ManualSLA,
 		CloseGroup:          cfg.CloseGroup,
+		Writers:             cfg.PGWriters,
 		Faults:              storeFaults,
 		ApprovalThreshold:   cfg.ApprovalThreshold,
 		RetryDefault:        cfg.RetryDefault,
