@@ -19,8 +19,10 @@ import (
 // has one writer, so no commit can land there.
 func TestRerunOrderMakesDueOnlyWhatItChecked(t *testing.T) {
 	t.Parallel()
+	// Two write turns: the worker's commit in the window stands for
+	// another instance's.
 	b := setup(t, models.Postgres, models.Options{Declared: []models.DeclaredType{{Type: "gift_wrap"}},
-		ApprovalTypes: []models.ResourceType{"gift_wrap"}, ApprovalThreshold: 3})
+		ApprovalTypes: []models.ResourceType{"gift_wrap"}, ApprovalThreshold: 3, Writers: 2})
 	must(t, func() error { _, err := b.s.SetDeclared(b.ctx, "gift_wrap", "red", 10, "test"); return err })
 	must(t, func() error { _, err := b.s.SetDeclared(b.ctx, "gift_wrap", "blue", 10, "test"); return err })
 	req := models.PlaceRequest{OrderNo: "o-1", UserID: "u1",

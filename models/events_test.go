@@ -14,7 +14,9 @@ import (
 // PostgreSQL, paging by id would step over it for good; seq is given in
 // the order events became visible.
 func TestEventsAfterMissesNoLateCommit(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
+	// Two write turns: the late transaction stands for another
+	// instance's, which has turns of its own.
+	eachEngineWith(t, models.Options{Writers: 2}, func(t *testing.T, b bundle) {
 		ins := "INSERT INTO events (type, order_no, occurred_at, data) VALUES (?, ?, ?, '{}')"
 		now := time.Now().UTC()
 		insertAlone := func(no string) {
