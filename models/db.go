@@ -106,8 +106,8 @@ type Options struct {
 }
 
 // DefaultBusyTimeout is how long a write waits for its turn, or a SQLite
-// statement for the write lock, unless Options say otherwise. A request still waiting then is
-// answered 503 BUSY (IsBusy).
+// statement for the write lock, unless Options say otherwise. A request
+// still waiting then is answered 503 BUSY (IsBusy).
 const DefaultBusyTimeout = 10 * time.Second
 
 // DefaultWriters is how many write transactions a Store runs at once on
@@ -452,22 +452,26 @@ var errWriteQueueTimeout = errors.New("waited too long for a write turn")
 // database/sql gives a freed connection to a random waiter, so under a
 // burst of API writes the worker, one waiter among many, could wait many
 // turns in a row; here each waits its turn in line. On PostgreSQL there
-// are a few turns (Options.Writers): the server runs as many
-// transactions at once as it is sent, and twenty busy ones share its
-// cores with the worker's in no order of ours. The release worker's transactions (ctx marked by
-// ReleasePriority) wait in a line of their own that is served at least every
-// other turn: with 64 requests queued, a worker behind all of them would get
-// one turn in 65 and fall behind the closes; this way it gets half the turns
-// while it has work, and each of its batches takes every task due. A waiter
-// that gives up (its ctx ends, or the busy timeout passes) leaves its line.
+// are Options.Writers turns: the server runs as many transactions at once
+// as it is sent, and twenty busy ones share its cores with the worker's
+// in no order of ours. The release worker's transactions (ctx marked by
+// ReleasePriority) wait in a line of their own, and turns go in rounds,
+// each to one line, the worker's at least every other round: with 64
+// requests queued, a worker behind all of them would get one turn in 65
+// and fall behind the closes; this way it gets half the rounds while it
+// has work, each of its batches takes every task due, and on PostgreSQL
+// it never shares the server with requests' writes, which take the turns
+// between its rounds (placements several at once). A waiter that gives up
+// (its ctx ends, or the busy timeout passes) leaves its line.
 type writeGate struct {
 	db    *sql.DB
 	wait  time.Duration
 	turns int
 
 	mu       sync.Mutex
-	held     int             // turns writers hold
-	lastPrio bool            // a turn last went to the priority line
+	held     int             // turns writers hold, all of one line
+	prioHeld bool            // the turns held are the priority line's
+	lastPrio bool            // the last round of turns was the priority line's
 	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
 }
 
@@ -487,7 +491,7 @@ func withGateDeadline(ctx context.Context, d time.Time) context.Context {
 }
 
 // ReleasePriority marks ctx as the release worker's: its write transactions
-// on SQLite wait in the priority line (see writeGate).
+// wait in the priority line (see writeGate).
 func ReleasePriority(ctx context.Context) context.Context {
 	return context.WithValue(ctx, releasePriorityKey{}, true)
 }
@@ -499,9 +503,9 @@ func (g *writeGate) enter(ctx context.Context) error {
 		line = 1
 	}
 	g.mu.Lock()
-	if g.held < g.turns {
+	if len(g.lines[0]) == 0 && len(g.lines[1]) == 0 && (g.held == 0 || g.prioHeld == prio && g.held < g.turns) {
 		g.held++
-		g.lastPrio = prio
+		g.prioHeld, g.lastPrio = prio, prio
 		g.mu.Unlock()
 		return nil
 	}
@@ -527,6 +531,8 @@ func (g *writeGate) enter(ctx context.Context) error {
 	for i, w := range g.lines[line] {
 		if w == turn {
 			g.lines[line] = append(g.lines[line][:i], g.lines[line][i+1:]...)
+			// The other line may have waited for this one.
+			g.dispatch()
 			g.mu.Unlock()
 			return gaveUp
 		}
@@ -538,24 +544,44 @@ func (g *writeGate) enter(ctx context.Context) error {
 	return gaveUp
 }
 
-// leave hands the turn to the next writer: the priority line's first
-// unless the last turn was already the priority line's and a request
-// waits, else the request line's first.
+// leave gives a turn back and hands out what is free.
 func (g *writeGate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	line := 0
-	switch {
-	case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
-		line = 1
-	case len(g.lines[0]) == 0:
-		g.held--
+	g.held--
+	g.dispatch()
+}
+
+// dispatch hands free turns to waiting writers, first come first served
+// within each line; g.mu is held. Turns go in rounds, each round to one
+// line: a round takes up to every turn, and while the other line waits no
+// one joins it, so it ends once its writers leave. The next round is the
+// priority line's unless the last one was and a request waits.
+func (g *writeGate) dispatch() {
+	if g.held == 0 {
+		switch {
+		case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
+			g.prioHeld = true
+		case len(g.lines[0]) > 0:
+			g.prioHeld = false
+		default:
+			return
+		}
+		g.lastPrio = g.prioHeld
+	}
+	line, other := 0, 1
+	if g.prioHeld {
+		line, other = 1, 0
+	}
+	if g.held > 0 && len(g.lines[other]) > 0 {
 		return
 	}
-	next := g.lines[line][0]
-	g.lines[line] = g.lines[line][1:]
-	g.lastPrio = line == 1
-	next <- nil
+	for g.held < g.turns && len(g.lines[line]) > 0 {
+		next := g.lines[line][0]
+		g.lines[line] = g.lines[line][1:]
+		g.held++
+		next <- nil
+	}
 }
 
 // GetDBConn is how gorm's DB() finds the pool (to close it, to migrate).
