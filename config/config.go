@@ -146,8 +146,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	closeGroup := text("close-group", "UNHOLD_CLOSE_GROUP", "64",
 		"closes that arrive together may share one write transaction, up to this many, 1 to 1000 (1: each close commits alone)")
-	pgWriters := text("pg-writers", "UNHOLD_PG_WRITERS", "1",
-		"PostgreSQL: write transactions this process runs at once, the release worker's every other turn, 1 to 64; unhold worker: at least -pools (SQLite: always one)")
+	pgWriters := text("pg-writers", "UNHOLD_PG_WRITERS", "8",
+		"PostgreSQL: write transactions this process runs at once, 1 to 64; the release worker's alone, every other round; unhold worker: at least -pools (SQLite: always one)")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
 	webhookTimeout := text("webhook-timeout", "UNHOLD_WEBHOOK_TIMEOUT", "10s", "how long one webhook send may take, 1s to 5m")

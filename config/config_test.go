@@ -27,7 +27,7 @@ func defaults(t *testing.T) Config {
 		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
 		WorkerBatch:       200,
 		CloseGroup:        64,
-		PGWriters:         1,
+		PGWriters:         8,
 		Pools:             1,
 		LeaseDuration:     30 * time.Second,
 		WebhookTimeout:    10 * time.Second,

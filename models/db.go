@@ -111,14 +111,14 @@ type Options struct {
 const DefaultBusyTimeout = 10 * time.Second
 
 // DefaultWriters is how many write transactions a Store runs at once on
-// PostgreSQL unless Options say otherwise. Writers past the first queue
-// on the server's CPU, where no one chooses the order: under a burst the
-// worker's statements wait behind every close's, and closes that could
-// have shared a commit each pay their own. One writer per process, its
-// turn shared with the worker, released a burst of closes on a two-core
-// server with half the latency of two and no fewer closes a second
-// (docs/performance.md). Several instances each have their own writer.
-const DefaultWriters = 1
+// PostgreSQL unless Options say otherwise. Twenty, the pool's size, let a
+// burst of closes crowd the server's CPU, where no one chooses the order,
+// and the worker's statements waited behind every close's; what brought
+// close→released down is the worker writing alone, in rounds of its own
+// (writeGate), and the closes waiting meanwhile sharing commits. Eight
+// let placements, which share no commit, run as fast as twenty did
+// (docs/performance.md).
+const DefaultWriters = 8
 
 // Store is the domain's handle on the database. Writes (W) take turns
 // (writeGate: by arrival, the worker every other turn): on SQLite one at a

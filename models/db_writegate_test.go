@@ -83,14 +83,14 @@ func writeWaitEnds(t *testing.T, d models.Dialect, writers int) {
 }
 
 // With writers hammering the one write turn (SQLite's one write
-// connection; PostgreSQL's default Writers), a request waits at most one
-// turn per writer queued before it (turns are handed out in arrival order,
-// not to a random waiter, database/sql's choice, under which a waiter can
-// be passed over many times in a row). The release
-// worker's writes (ReleasePriority) wait in a line of their own served at
-// least every other turn: behind 8 hammering requests the worker waits
-// about one turn, not eight; and hammering worker writes still leave every
-// other turn to a request.
+// connection; PostgreSQL with Writers 1, TestWriteGateRounds has more), a
+// request waits at most one turn per writer queued before it (turns are
+// handed out in arrival order, not to a random waiter, database/sql's
+// choice, under which a waiter can be passed over many times in a row).
+// The release worker's writes (ReleasePriority) wait in a line of their
+// own served at least every other turn: behind 8 hammering requests the
+// worker waits about one turn, not eight; and hammering worker writes
+// still leave every other turn to a request.
 func TestWorkerLineServedEveryOtherTurn(t *testing.T) {
 	t.Parallel()
 	modelstest.EachEngine(t, func(t *testing.T, d models.Dialect) { workerLineServedEveryOtherTurn(t, d) })
@@ -111,7 +111,7 @@ func workerLineServedEveryOtherTurn(t *testing.T, d models.Dialect) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			s := modelstest.Open(t, d, models.Options{})
+			s := modelstest.Open(t, d, models.Options{Writers: 1})
 			const hammers = 8
 			var turns atomic.Int64
 			stop := make(chan struct{})
