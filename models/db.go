@@ -120,6 +120,10 @@ const DefaultBusyTimeout = 10 * time.Second
 // (docs/performance.md). Several instances each have their own writer.
 const DefaultWriters = 1
 
+// pgReadConns is how many connections of a PostgreSQL pool are the
+// reads' beside the write turns (Options.Writers).
+const pgReadConns = 20
+
 // Store is the domain's handle on the database. Writes (W) take turns
 // (writeGate: by arrival, the worker every other turn): on SQLite one at a
 // time on its one write connection, on PostgreSQL Options.Writers at a
@@ -248,10 +252,12 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		// As many idle as open: a connection closed after a burst and
-		// opened again costs the server a process (tens of ms of CPU).
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(20)
+		// Reads keep pgReadConns connections beside the write turns', so
+		// they never wait for a write to end. As many idle as open: a
+		// connection closed after a burst and opened again costs the
+		// server a process (tens of ms of CPU).
+		sqlDB.SetMaxOpenConns(pgReadConns + writers)
+		sqlDB.SetMaxIdleConns(pgReadConns + writers)
 		w, err := gorm.Open(postgres.New(postgres.Config{Conn: newWriteGate(sqlDB, busy, writers)}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)

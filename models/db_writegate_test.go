@@ -159,3 +159,37 @@ func workerLineServedEveryOtherTurn(t *testing.T, d models.Dialect) {
 }
 
 func plainCtx(ctx context.Context) context.Context { return ctx }
+
+// On PostgreSQL, W and R share one pool: with as many writers as it has
+// connections (-pg-writers takes up to 64), writes holding every turn left
+// reads no connection, and they waited for a write to end.
+func TestReadsBesideEveryWriteTurn(t *testing.T) {
+	t.Parallel()
+	const writers = 20
+	s := modelstest.Open(t, models.Postgres, models.Options{Writers: writers})
+	hold := make(chan struct{})
+	var held, done sync.WaitGroup
+	for range writers {
+		held.Add(1)
+		done.Go(func() {
+			err := s.W.Transaction(func(*gorm.DB) error {
+				held.Done()
+				<-hold
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	held.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var n int64
+	err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error
+	close(hold)
+	done.Wait()
+	if err != nil {
+		t.Fatalf("read while %d writes hold every turn: %v", writers, err)
+	}
+}
