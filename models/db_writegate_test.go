@@ -193,3 +193,47 @@ func TestReadsBesideEveryWriteTurn(t *testing.T) {
 		t.Fatalf("read while %d writes hold every turn: %v", writers, err)
 	}
 }
+
+// On PostgreSQL a write waiting for a row lock holds its write turn: when
+// another instance's transaction kept the lock (its process hung), every
+// write of this one waited behind it and failed BUSY, though none of them
+// needed that row. The wait now ends at the busy timeout (lock_timeout),
+// busy, and gives the turn back.
+func TestRowLockWaitGivesTheTurnBack(t *testing.T) {
+	t.Parallel()
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
+	open := func() *models.Store {
+		s, err := models.Open(context.Background(), dsn, models.Options{BusyTimeout: 500 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s, other := open(), open()
+	ctx := context.Background()
+	for _, sku := range []string{"sku-1", "sku-2"} {
+		if _, err := s.SetStock(ctx, sku, 5, 0, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := other.W.Begin()
+	if err := stuck.Exec("SELECT sku_id FROM inventory WHERE sku_id = 'sku-1' FOR UPDATE").Error; err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Rollback()
+	locked := make(chan error, 1)
+	go func() {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := s.SetStock(lctx, "sku-1", 6, 0, "test")
+		locked <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.SetStock(ctx, "sku-2", 6, 0, "test"); err != nil {
+		t.Errorf("write of another row while a write waits for a stuck row lock: %v", err)
+	}
+	if err := <-locked; !models.IsBusy(err) {
+		t.Errorf("write waiting for the stuck row lock = %v, want busy", err)
+	}
+}
