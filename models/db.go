@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -69,8 +71,9 @@ type Options struct {
 	// after the declared counters.
 	Remote []RemoteType
 	// BusyTimeout is how long a write waits for its turn (writeGate),
-	// and on SQLite a statement for another connection's write lock,
-	// before it fails as busy; zero is DefaultBusyTimeout.
+	// and a statement for another connection's lock (SQLite's write lock,
+	// PostgreSQL's lock_timeout), before it fails as busy; zero is
+	// DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// ReconUncheckedAfter is how many reconciliation runs in a row must
 	// skip a key before it gets an UNCHECKED ticket; zero is
@@ -120,8 +123,12 @@ const DefaultBusyTimeout = 10 * time.Second
 // (docs/performance.md).
 const DefaultWriters = 8
 
+// pgReadConns is how many connections of a PostgreSQL pool are the
+// reads' beside the write turns (Options.Writers).
+const pgReadConns = 20
+
 // Store is the domain's handle on the database. Writes (W) take turns
-// (writeGate: by arrival, the worker every other turn): on SQLite one at a
+// (writeGate: by arrival, the worker every other round): on SQLite one at a
 // time on its one write connection, on PostgreSQL Options.Writers at a
 // time on the pool. Reads (R) never wait for a turn: on SQLite they have
 // a small pool of their own, on PostgreSQL they share the pool with W.
@@ -240,7 +247,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	if IsPostgres(dsn) {
 		s.Dialect = Postgres
-		r, err := gorm.Open(postgres.Open(dsn), cfg)
+		// A write waiting for a row lock holds its turn, and the writes
+		// behind it wait too: a lock held by another instance's stuck
+		// transaction would stop every write of this one. Like SQLite's
+		// busy timeout, lock_timeout ends such a wait with 55P03 (IsBusy).
+		lockTimeout := stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", busy.Milliseconds()))
+			return err
+		})
+		r, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: []stdlib.OptionOpenDB{lockTimeout}}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
@@ -248,10 +263,12 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		// As many idle as open: a connection closed after a burst and
-		// opened again costs the server a process (tens of ms of CPU).
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(20)
+		// Reads keep pgReadConns connections beside the write turns', so
+		// they never wait for a write to end. As many idle as open: a
+		// connection closed after a burst and opened again costs the
+		// server a process (tens of ms of CPU).
+		sqlDB.SetMaxOpenConns(pgReadConns + writers)
+		sqlDB.SetMaxIdleConns(pgReadConns + writers)
 		w, err := gorm.Open(postgres.New(postgres.Config{Conn: newWriteGate(sqlDB, busy, writers)}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)

@@ -159,3 +159,81 @@ func workerLineServedEveryOtherTurn(t *testing.T, d models.Dialect) {
 }
 
 func plainCtx(ctx context.Context) context.Context { return ctx }
+
+// On PostgreSQL, W and R share one pool: with as many writers as it has
+// connections (-pg-writers takes up to 64), writes holding every turn left
+// reads no connection, and they waited for a write to end.
+func TestReadsBesideEveryWriteTurn(t *testing.T) {
+	t.Parallel()
+	const writers = 20
+	s := modelstest.Open(t, models.Postgres, models.Options{Writers: writers})
+	hold := make(chan struct{})
+	var held, done sync.WaitGroup
+	for range writers {
+		held.Add(1)
+		done.Go(func() {
+			err := s.W.Transaction(func(*gorm.DB) error {
+				held.Done()
+				<-hold
+				return nil
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	held.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var n int64
+	err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error
+	close(hold)
+	done.Wait()
+	if err != nil {
+		t.Fatalf("read while %d writes hold every turn: %v", writers, err)
+	}
+}
+
+// On PostgreSQL a write waiting for a row lock holds its write turn: when
+// another instance's transaction kept the lock (its process hung), every
+// write of this one waited behind it and failed BUSY, though none of them
+// needed that row. The wait now ends at the busy timeout (lock_timeout),
+// busy, and gives the turn back.
+func TestRowLockWaitGivesTheTurnBack(t *testing.T) {
+	t.Parallel()
+	dsn := modelstest.MigratedDSN(t, models.Postgres)
+	open := func() *models.Store {
+		s, err := models.Open(context.Background(), dsn, models.Options{BusyTimeout: 500 * time.Millisecond, Writers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	s, other := open(), open()
+	ctx := context.Background()
+	for _, sku := range []string{"sku-1", "sku-2"} {
+		if _, err := s.SetStock(ctx, sku, 5, 0, "test"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stuck := other.W.Begin()
+	if err := stuck.Exec("SELECT sku_id FROM inventory WHERE sku_id = 'sku-1' FOR UPDATE").Error; err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Rollback()
+	locked := make(chan error, 1)
+	go func() {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		_, err := s.SetStock(lctx, "sku-1", 6, 0, "test")
+		locked <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := s.SetStock(ctx, "sku-2", 6, 0, "test"); err != nil {
+		t.Errorf("write of another row while a write waits for a stuck row lock: %v", err)
+	}
+	if err := <-locked; !models.IsBusy(err) {
+		t.Errorf("write waiting for the stuck row lock = %v, want busy", err)
+	}
+}

@@ -135,19 +135,21 @@ const MaxSequenced = 2000
 // numbered (up to MaxSequenced per call). On SQLite events are readable as
 // they commit and it does nothing. Concurrent calls, from this process or
 // another, take turns on an advisory lock, so two never give one seq.
+// Whether anything waits is read first, without a write turn: a poller of
+// a caught-up stream does not wait behind the writes.
 func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
 	if s.Dialect != Postgres {
 		return 0, nil
 	}
+	var pending bool
+	if err := s.R.WithContext(ctx).Raw("SELECT EXISTS (SELECT 1 FROM events WHERE seq IS NULL)").Scan(&pending).Error; err != nil {
+		return 0, fmt.Errorf("sequence events: %w", err)
+	}
+	if !pending {
+		return 0, nil
+	}
 	var n int64
 	err := s.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var pending bool
-		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM events WHERE seq IS NULL)").Scan(&pending).Error; err != nil {
-			return err
-		}
-		if !pending {
-			return nil
-		}
 		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(eventSequencerLock)).Error; err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
 	"unhold/models"
 )
 
@@ -135,4 +137,28 @@ func TestDeleteOldEvents(t *testing.T) {
 		keep(now.Add(-168*time.Hour), 0, "CDE")
 		keep(now, 2, "E")
 	})
+}
+
+// On PostgreSQL a SequenceEvents that finds nothing to number takes no
+// write turn: a poller of a caught-up stream (GET /api/v1/events
+// sequences first) waited behind the writes, and answered 503 BUSY when
+// one held the turn past the busy timeout.
+func TestSequenceEventsNothingPendingTakesNoTurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, models.Postgres, models.Options{BusyTimeout: 200 * time.Millisecond, Writers: 1})
+	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- b.s.W.Transaction(func(*gorm.DB) error {
+			close(held)
+			<-hold
+			return nil
+		})
+	}()
+	<-held
+	n, err := b.s.SequenceEvents(b.ctx)
+	close(hold)
+	if n != 0 || err != nil {
+		t.Errorf("sequence with nothing pending while a write holds the turn: %d, %v; want 0, nil", n, err)
+	}
+	must(t, func() error { return <-done })
 }
