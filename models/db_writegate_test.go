@@ -42,18 +42,9 @@ func TestWritersOption(t *testing.T) {
 func writeWaitEnds(t *testing.T, d models.Dialect, writers int) {
 	s := modelstest.Open(t, d, models.Options{BusyTimeout: 100 * time.Millisecond, Writers: writers})
 	ctx := context.Background()
-	hold := make(chan struct{})
-	done := make(chan error, writers)
+	var ends []func()
 	for range writers {
-		held := make(chan struct{})
-		go func() {
-			done <- s.W.WithContext(ctx).Transaction(func(*gorm.DB) error {
-				close(held)
-				<-hold
-				return nil
-			})
-		}()
-		<-held
+		ends = append(ends, modelstest.HoldWriteTurn(t, s))
 	}
 	var n int64
 	if err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error; err != nil {
@@ -71,11 +62,8 @@ func writeWaitEnds(t *testing.T, d models.Dialect, writers int) {
 		t.Errorf("write past the busy timeout = %v; want busy", err)
 	}
 
-	close(hold)
-	for range writers {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+	for _, end := range ends {
+		end()
 	}
 	if _, err := s.SetStock(ctx, "sku-1", 5, 0, "test"); err != nil {
 		t.Fatalf("write after the turn was given back: %v", err)
@@ -167,28 +155,17 @@ func TestReadsBesideEveryWriteTurn(t *testing.T) {
 	t.Parallel()
 	const writers = 20
 	s := modelstest.Open(t, models.Postgres, models.Options{Writers: writers})
-	hold := make(chan struct{})
-	var held, done sync.WaitGroup
+	var ends []func()
 	for range writers {
-		held.Add(1)
-		done.Go(func() {
-			err := s.W.Transaction(func(*gorm.DB) error {
-				held.Done()
-				<-hold
-				return nil
-			})
-			if err != nil {
-				t.Error(err)
-			}
-		})
+		ends = append(ends, modelstest.HoldWriteTurn(t, s))
 	}
-	held.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	var n int64
 	err := s.R.WithContext(ctx).Raw("SELECT COUNT(*) FROM orders").Scan(&n).Error
-	close(hold)
-	done.Wait()
+	for _, end := range ends {
+		end()
+	}
 	if err != nil {
 		t.Fatalf("read while %d writes hold every turn: %v", writers, err)
 	}

@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // TestEventsAfterMissesNoLateCommit: an event whose transaction took its
@@ -146,19 +145,10 @@ func TestDeleteOldEvents(t *testing.T) {
 func TestSequenceEventsNothingPendingTakesNoTurn(t *testing.T) {
 	t.Parallel()
 	b := setup(t, models.Postgres, models.Options{BusyTimeout: 200 * time.Millisecond, Writers: 1})
-	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- b.s.W.Transaction(func(*gorm.DB) error {
-			close(held)
-			<-hold
-			return nil
-		})
-	}()
-	<-held
+	end := modelstest.HoldWriteTurn(t, b.s)
 	n, err := b.s.SequenceEvents(b.ctx)
-	close(hold)
+	end()
 	if n != 0 || err != nil {
 		t.Errorf("sequence with nothing pending while a write holds the turn: %d, %v; want 0, nil", n, err)
 	}
-	must(t, func() error { return <-done })
 }

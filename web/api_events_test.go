@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"unhold/auth"
 	"unhold/models"
 	"unhold/models/modelstest"
@@ -136,18 +134,9 @@ func TestAPIEventsReadWhileWritesBusy(t *testing.T) {
 	try(t, "place o-2", err)
 	_, err = b.s.CloseOrder(b.ctx, "o-2", models.TriggerUserCancel, "user:u1")
 	try(t, "close o-2", err)
-	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
-	go func() {
-		done <- b.s.W.Transaction(func(*gorm.DB) error {
-			close(held)
-			<-hold
-			return nil
-		})
-	}()
-	<-held
+	end := modelstest.HoldWriteTurn(t, b.s)
 	rec := b.call(http.MethodGet, "/api/v1/events", "")
-	close(hold)
-	try(t, "the write holding the turn", <-done)
+	end()
 	if rec.Code != http.StatusOK {
 		t.Fatalf("poll while a write holds the turn: %d %s; want 200 with the numbered events", rec.Code, rec.Body)
 	}
