@@ -82,6 +82,10 @@ func (q *EventSequencer) Run(ctx context.Context) {
 // one numbers fewer than it may: it took everything committed before it,
 // and what committed since waits for the next round.
 func (q *EventSequencer) sequence(ctx context.Context) {
+	// Numbering what the releases wrote is the release path's work: it
+	// writes in the worker's rounds of the write gate, not between them,
+	// where it held up a draining worker's pools.
+	ctx = models.ReleasePriority(ctx)
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, sequenceTimeout)
 		n, err := q.s.SequenceEvents(sctx)
