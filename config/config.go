@@ -47,6 +47,7 @@ type Config struct {
 	WorkerID          string        // lease owner name of this process's worker
 	WorkerBatch       int           // tasks claimed per worker round
 	CloseGroup        int           // closes that may share one write transaction; 1: each its own
+	PGWriters         int           // write transactions run at once on PostgreSQL
 	Pools             int           // worker loops in this process, each with its own lease owner name
 	LeaseDuration     time.Duration // how long a claimed task stays ours
 	WebhookTimeout    time.Duration // how long one webhook send may take
@@ -145,6 +146,8 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	closeGroup := text("close-group", "UNHOLD_CLOSE_GROUP", "64",
 		"closes that arrive together may share one write transaction, up to this many, 1 to 1000 (1: each close commits alone)")
+	pgWriters := text("pg-writers", "UNHOLD_PG_WRITERS", "8",
+		"PostgreSQL: write transactions this process runs at once, 1 to 64; the release worker's alone, every other round; unhold worker: at least -pools (SQLite: always one)")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")
 	lease := text("lease", "UNHOLD_LEASE", "30s", "task lease duration, at least 1s")
 	webhookTimeout := text("webhook-timeout", "UNHOLD_WEBHOOK_TIMEOUT", "10s", "how long one webhook send may take, 1s to 5m")
@@ -255,6 +258,9 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 		return Config{}, err
 	}
 	if cfg.CloseGroup, err = intIn(closeGroup, 1, 1000); err != nil {
+		return Config{}, err
+	}
+	if cfg.PGWriters, err = intIn(pgWriters, 1, 64); err != nil {
 		return Config{}, err
 	}
 	if cfg.MetricsAddr = metricsAddr.value; cfg.MetricsAddr != "" {

@@ -27,6 +27,7 @@ func defaults(t *testing.T) Config {
 		WorkerID:          host + "-" + strconv.Itoa(os.Getpid()),
 		WorkerBatch:       200,
 		CloseGroup:        64,
+		PGWriters:         8,
 		Pools:             1,
 		LeaseDuration:     30 * time.Second,
 		WebhookTimeout:    10 * time.Second,
@@ -69,6 +70,7 @@ func TestLoad(t *testing.T) {
 		"UNHOLD_WORKER_ID":           "w-env",
 		"UNHOLD_WORKER_BATCH":        "7",
 		"UNHOLD_CLOSE_GROUP":         "1",
+		"UNHOLD_PG_WRITERS":          "5",
 		"UNHOLD_POOLS":               "3",
 		"UNHOLD_METRICS_ADDR":        "127.0.0.1:9091",
 		"UNHOLD_LEASE":               "1m",
@@ -117,6 +119,7 @@ func TestLoad(t *testing.T) {
 				c.WorkerID = "w-env"
 				c.WorkerBatch = 7
 				c.CloseGroup = 1
+				c.PGWriters = 5
 				c.Pools = 3
 				c.MetricsAddr = "127.0.0.1:9091"
 				c.LeaseDuration = time.Minute
@@ -160,6 +163,7 @@ func TestLoad(t *testing.T) {
 				"-worker-id", "w-flag",
 				"-worker-batch", "1000",
 				"-close-group", "1000",
+				"-pg-writers", "64",
 				"-pools", "64",
 				"-metrics-addr", "",
 				"-cpuprofile", "cpu.out",
@@ -199,6 +203,7 @@ func TestLoad(t *testing.T) {
 				c.WorkerID = "w-flag"
 				c.WorkerBatch = 1000
 				c.CloseGroup = 1000
+				c.PGWriters = 64
 				c.Pools = 64
 				c.CPUProfile = "cpu.out"
 				c.LeaseDuration = time.Second
@@ -314,6 +319,10 @@ func TestLoadInvalid(t *testing.T) {
 			`config: UNHOLD_WORKER_BATCH must be an integer from 1 to 1000, got "1001"`},
 		{"close group zero", nil, []string{"-close-group", "0"},
 			`config: -close-group must be an integer from 1 to 1000, got "0"`},
+		{"pg writers zero", nil, []string{"-pg-writers", "0"},
+			`config: -pg-writers must be an integer from 1 to 64, got "0"`},
+		{"pg writers too many", map[string]string{"UNHOLD_PG_WRITERS": "65"}, nil,
+			`config: UNHOLD_PG_WRITERS must be an integer from 1 to 64, got "65"`},
 		{"webhook timeout too long", map[string]string{"UNHOLD_WEBHOOK_TIMEOUT": "6m"}, nil,
 			`config: UNHOLD_WEBHOOK_TIMEOUT must be a duration from 1s to 5m, got "6m"`},
 		{"lease bad", map[string]string{"UNHOLD_LEASE": "30"}, nil,

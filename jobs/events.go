@@ -15,6 +15,14 @@ const EventSequenceEvery = 200 * time.Millisecond
 // sequenceTimeout bounds one round of numbering.
 const sequenceTimeout = 10 * time.Second
 
+// sequenceGap is the least time between two rounds that woken ones start.
+// During a burst every release batch wakes the sequencer, and each round
+// is a write transaction of its own that takes a write turn from the
+// closes and the worker and rewrites the rows it numbers; resting lets a
+// round number what a few batches wrote. A poller waits at most this much
+// longer for an event.
+const sequenceGap = 50 * time.Millisecond
+
 // EventSequencer gives committed events their place in the reading order
 // on PostgreSQL (Store.SequenceEvents): every interval, and at once when
 // woken, as a worker does after each release batch it commits, so a
@@ -46,7 +54,8 @@ func (q *EventSequencer) Wake() {
 	}
 }
 
-// Run numbers events every interval and whenever woken, until ctx ends.
+// Run numbers events every interval and whenever woken, resting
+// sequenceGap after each round, until ctx ends.
 func (q *EventSequencer) Run(ctx context.Context) {
 	if q.s.Dialect != models.Postgres {
 		return
@@ -61,12 +70,22 @@ func (q *EventSequencer) Run(ctx context.Context) {
 		case <-q.wake:
 		}
 		q.sequence(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(sequenceGap):
+		}
 	}
 }
 
 // sequence numbers what is pending, a SequenceEvents call at a time until
-// one finds nothing.
+// one numbers fewer than it may: it took everything committed before it,
+// and what committed since waits for the next round.
 func (q *EventSequencer) sequence(ctx context.Context) {
+	// Numbering what the releases wrote is the release path's work: it
+	// writes in the worker's rounds of the write gate, not between them,
+	// where it held up a draining worker's pools.
+	ctx = models.ReleasePriority(ctx)
 	for ctx.Err() == nil {
 		sctx, cancel := context.WithTimeout(ctx, sequenceTimeout)
 		n, err := q.s.SequenceEvents(sctx)
@@ -77,7 +96,7 @@ func (q *EventSequencer) sequence(ctx context.Context) {
 			}
 			return
 		}
-		if n == 0 {
+		if n < models.MaxSequenced {
 			return
 		}
 	}

@@ -119,8 +119,8 @@ const handBackTimeout = 10 * time.Second
 // waits out its lease to be counted as a crash.
 func (w *Worker) Drain(ctx context.Context) Stats {
 	st := Stats{}
-	// On SQLite the worker's writes wait in the write connection's
-	// priority line, served every other turn.
+	// The worker's writes wait in the write gate's priority line, served
+	// every other turn.
 	ctx = models.ReleasePriority(ctx)
 	// A claim outlives ctx: one cancelled while it commits would leave
 	// leases behind that no one knows of to hand back.

@@ -176,11 +176,11 @@ func registerPools(reg *prometheus.Registry, s *models.Store) error {
 		return err
 	}
 	pools := map[string]*sql.DB{"write": w}
-	if s.R != s.W {
-		r, err := s.R.DB()
-		if err != nil {
-			return err
-		}
+	r, err := s.R.DB()
+	if err != nil {
+		return err
+	}
+	if r != w {
 		pools["read"] = r
 	}
 	for name, db := range pools {

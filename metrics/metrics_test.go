@@ -167,7 +167,8 @@ func TestWorkerRecordsReleases(t *testing.T) {
 			`unhold_release_manual_tasks{}`:                 0,
 			`unhold_recon_open_diffs{resource="inventory"}`: 0,
 			`unhold_db_up{}`:                                1,
-			`go_sql_max_open_connections{db_name="write"}`:  map[models.Dialect]float64{models.SQLite: 1, models.Postgres: 20}[d],
+			// PostgreSQL: 20 for reads beside the write turns.
+			`go_sql_max_open_connections{db_name="write"}`: map[models.Dialect]float64{models.SQLite: 1, models.Postgres: 20 + models.DefaultWriters}[d],
 		})
 		wantAbsent(t, got,
 			`unhold_release_total{outcome="LEASE_SHORT",resource="inventory"}`,

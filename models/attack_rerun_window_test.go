@@ -15,12 +15,15 @@ import (
 // those tasks only: a task of the same order and type that a worker sends
 // to MANUAL between the check and the update (PostgreSQL reads each
 // statement afresh) is not made due behind the approval's back. The
-// worker's commit is put in that window by a hook on the update; SQLite
-// has one writer, so no commit can land there.
+// worker's commit is put in that window by a hook on the update, a
+// second writer beside the rerun's (-pg-writers 2, or another instance);
+// SQLite has one writer, so no commit can land there.
 func TestRerunOrderMakesDueOnlyWhatItChecked(t *testing.T) {
 	t.Parallel()
+	// Two write turns: the worker's commit in the window stands for
+	// another instance's.
 	b := setup(t, models.Postgres, models.Options{Declared: []models.DeclaredType{{Type: "gift_wrap"}},
-		ApprovalTypes: []models.ResourceType{"gift_wrap"}, ApprovalThreshold: 3})
+		ApprovalTypes: []models.ResourceType{"gift_wrap"}, ApprovalThreshold: 3, Writers: 2})
 	must(t, func() error { _, err := b.s.SetDeclared(b.ctx, "gift_wrap", "red", 10, "test"); return err })
 	must(t, func() error { _, err := b.s.SetDeclared(b.ctx, "gift_wrap", "blue", 10, "test"); return err })
 	req := models.PlaceRequest{OrderNo: "o-1", UserID: "u1",

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/glebarez/sqlite"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -68,8 +70,9 @@ type Options struct {
 	// Remote are the types whose holds other services keep, registered
 	// after the declared counters.
 	Remote []RemoteType
-	// BusyTimeout is how long a SQLite statement waits for another
-	// connection's write lock before it fails as busy; zero is
+	// BusyTimeout is how long a write waits for its turn (writeGate),
+	// and a statement for another connection's lock (SQLite's write lock,
+	// PostgreSQL's lock_timeout), before it fails as busy; zero is
 	// DefaultBusyTimeout.
 	BusyTimeout time.Duration
 	// ReconUncheckedAfter is how many reconciliation runs in a row must
@@ -95,21 +98,40 @@ type Options struct {
 	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
 	// every close a transaction of its own.
 	CloseGroup int
+	// Writers is how many write transactions of this Store run at once on
+	// PostgreSQL (writeGate); zero is DefaultWriters. SQLite has one write
+	// connection and takes no other number.
+	Writers int
 	// LookupHost resolves a webhook URL's host when a subscription is
 	// made, to refuse one that names a link-local address; nil is the
 	// system resolver.
 	LookupHost func(ctx context.Context, host string) ([]string, error)
 }
 
-// DefaultBusyTimeout is how long a SQLite statement waits for the write
-// lock unless Options say otherwise. A request still waiting then is
-// answered 503 BUSY (IsBusy).
+// DefaultBusyTimeout is how long a write waits for its turn, or a SQLite
+// statement for the write lock, unless Options say otherwise. A request
+// still waiting then is answered 503 BUSY (IsBusy).
 const DefaultBusyTimeout = 10 * time.Second
 
-// Store is the domain's handle on the database. On SQLite, writes go through
-// one connection (W), taken in turn (writeGate: by arrival, the worker every
-// other turn), and reads through a small pool (R), so readers never wait
-// behind the writer; on PostgreSQL both are one pool.
+// DefaultWriters is how many write transactions a Store runs at once on
+// PostgreSQL unless Options say otherwise. Twenty, the pool's size, let a
+// burst of closes crowd the server's CPU, where no one chooses the order,
+// and the worker's statements waited behind every close's; what brought
+// close→released down is the worker writing alone, in rounds of its own
+// (writeGate), and the closes waiting meanwhile sharing commits. Eight
+// let placements, which share no commit, run as fast as twenty did
+// (docs/performance.md).
+const DefaultWriters = 8
+
+// pgReadConns is how many connections of a PostgreSQL pool are the
+// reads' beside the write turns (Options.Writers).
+const pgReadConns = 20
+
+// Store is the domain's handle on the database. Writes (W) take turns
+// (writeGate: by arrival, the worker every other round): on SQLite one at a
+// time on its one write connection, on PostgreSQL Options.Writers at a
+// time on the pool. Reads (R) never wait for a turn: on SQLite they have
+// a small pool of their own, on PostgreSQL they share the pool with W.
 type Store struct {
 	W, R      *gorm.DB
 	Dialect   Dialect
@@ -183,6 +205,13 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	if opt.CloseGroup < 0 {
 		return nil, fmt.Errorf("%w: close group %d, want 1 or more (0: the default)", ErrInvalid, opt.CloseGroup)
 	}
+	if opt.Writers < 0 {
+		return nil, fmt.Errorf("%w: writers %d, want 1 or more (0: the default)", ErrInvalid, opt.Writers)
+	}
+	writers := opt.Writers
+	if writers == 0 {
+		writers = DefaultWriters
+	}
 	if s.uncheckedAfter <= 0 {
 		s.uncheckedAfter = DefaultUncheckedAfter
 	}
@@ -218,19 +247,33 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	if IsPostgres(dsn) {
 		s.Dialect = Postgres
-		db, err := gorm.Open(postgres.Open(dsn), cfg)
+		// A write waiting for a row lock holds its turn, and the writes
+		// behind it wait too: a lock held by another instance's stuck
+		// transaction would stop every write of this one. Like SQLite's
+		// busy timeout, lock_timeout ends such a wait with 55P03 (IsBusy).
+		lockTimeout := stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, fmt.Sprintf("SET lock_timeout = %d", busy.Milliseconds()))
+			return err
+		})
+		r, err := gorm.Open(postgres.New(postgres.Config{DSN: dsn, OptionOpenDB: []stdlib.OptionOpenDB{lockTimeout}}), cfg)
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		sqlDB, err := db.DB()
+		sqlDB, err := r.DB()
 		if err != nil {
 			return nil, fmt.Errorf("open postgres: %w", err)
 		}
-		// As many idle as open: a connection closed after a burst and
-		// opened again costs the server a process (tens of ms of CPU).
-		sqlDB.SetMaxOpenConns(20)
-		sqlDB.SetMaxIdleConns(20)
-		s.W, s.R = db, db
+		// Reads keep pgReadConns connections beside the write turns', so
+		// they never wait for a write to end. As many idle as open: a
+		// connection closed after a burst and opened again costs the
+		// server a process (tens of ms of CPU).
+		sqlDB.SetMaxOpenConns(pgReadConns + writers)
+		sqlDB.SetMaxIdleConns(pgReadConns + writers)
+		w, err := gorm.Open(postgres.New(postgres.Config{Conn: newWriteGate(sqlDB, busy, writers)}), cfg)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres: %w", err)
+		}
+		s.W, s.R = w, r
 	} else {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
@@ -240,7 +283,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		wdb.SetMaxOpenConns(1)
-		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy)}, cfg)
+		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy, 1)}, cfg)
 		if err != nil {
 			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -290,18 +333,18 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 // Now is the store's clock, in UTC and to the microsecond, as both engines keep it.
 func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
 
-// Close closes both pools.
+// Close closes both pools (one, on PostgreSQL).
 func (s *Store) Close() error {
 	w, err := s.W.DB()
 	if err != nil {
 		return err
 	}
 	err = w.Close()
-	if s.R != s.W {
-		r, rerr := s.R.DB()
-		if rerr != nil {
-			return rerr
-		}
+	r, rerr := s.R.DB()
+	if rerr != nil {
+		return rerr
+	}
+	if r != w {
 		if cerr := r.Close(); err == nil {
 			err = cerr
 		}
@@ -414,34 +457,43 @@ func (s *Store) write(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	})
 }
 
-// errWriteQueueTimeout is a write that waited its turn for SQLite's write
-// connection longer than the busy timeout. IsBusy reports it, so a request
+// errWriteQueueTimeout is a write that waited for its turn (writeGate)
+// longer than the busy timeout. IsBusy reports it, so a request
 // is answered 503 BUSY and a release retries, as when another process holds
 // the write lock that long.
-var errWriteQueueTimeout = errors.New("waited too long for the write connection")
+var errWriteQueueTimeout = errors.New("waited too long for a write turn")
 
-// writeGate is the SQLite write pool as gorm sees it: it hands the one write
-// connection to its users in arrival order. database/sql gives a freed
-// connection to a random waiter, so under a burst of API writes the worker,
-// one waiter among many, could wait many turns in a row; here each waits its
-// turn in line. The release worker's transactions (ctx marked by
-// ReleasePriority) wait in a line of their own that is served at least every
-// other turn: with 64 requests queued, a worker behind all of them would get
-// one turn in 65 and fall behind the closes; this way it gets half the turns
-// while it has work, and each of its batches takes every task due. A waiter
-// that gives up (its ctx ends, or the busy timeout passes) leaves its line.
+// writeGate is the write pool as gorm sees it: it lets turns writers at a
+// time use db, and hands a freed turn to the waiting writers in arrival
+// order. On SQLite there is one turn, as there is one write connection;
+// database/sql gives a freed connection to a random waiter, so under a
+// burst of API writes the worker, one waiter among many, could wait many
+// turns in a row; here each waits its turn in line. On PostgreSQL there
+// are Options.Writers turns: the server runs as many transactions at once
+// as it is sent, and twenty busy ones share its cores with the worker's
+// in no order of ours. The release worker's transactions (ctx marked by
+// ReleasePriority) wait in a line of their own, and turns go in rounds,
+// each to one line, the worker's at least every other round: with 64
+// requests queued, a worker behind all of them would get one turn in 65
+// and fall behind the closes; this way it gets half the rounds while it
+// has work, each of its batches takes every task due, and on PostgreSQL
+// it never shares the server with requests' writes, which take the turns
+// between its rounds (placements several at once). A waiter that gives up
+// (its ctx ends, or the busy timeout passes) leaves its line.
 type writeGate struct {
-	db   *sql.DB
-	wait time.Duration
+	db    *sql.DB
+	wait  time.Duration
+	turns int
 
 	mu       sync.Mutex
-	busy     bool            // a writer holds the turn
-	lastPrio bool            // the turn last went to the priority line
+	held     int             // turns writers hold, all of one line
+	prioHeld bool            // the turns held are the priority line's
+	lastPrio bool            // the last round of turns was the priority line's
 	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
 }
 
-func newWriteGate(db *sql.DB, wait time.Duration) *writeGate {
-	return &writeGate{db: db, wait: wait}
+func newWriteGate(db *sql.DB, wait time.Duration, turns int) *writeGate {
+	return &writeGate{db: db, wait: wait, turns: turns}
 }
 
 type releasePriorityKey struct{}
@@ -456,7 +508,7 @@ func withGateDeadline(ctx context.Context, d time.Time) context.Context {
 }
 
 // ReleasePriority marks ctx as the release worker's: its write transactions
-// on SQLite wait in the priority line (see writeGate).
+// wait in the priority line (see writeGate).
 func ReleasePriority(ctx context.Context) context.Context {
 	return context.WithValue(ctx, releasePriorityKey{}, true)
 }
@@ -468,8 +520,9 @@ func (g *writeGate) enter(ctx context.Context) error {
 		line = 1
 	}
 	g.mu.Lock()
-	if !g.busy {
-		g.busy, g.lastPrio = true, prio
+	if len(g.lines[0]) == 0 && len(g.lines[1]) == 0 && (g.held == 0 || g.prioHeld == prio && g.held < g.turns) {
+		g.held++
+		g.prioHeld, g.lastPrio = prio, prio
 		g.mu.Unlock()
 		return nil
 	}
@@ -495,6 +548,8 @@ func (g *writeGate) enter(ctx context.Context) error {
 	for i, w := range g.lines[line] {
 		if w == turn {
 			g.lines[line] = append(g.lines[line][:i], g.lines[line][i+1:]...)
+			// The other line may have waited for this one.
+			g.dispatch()
 			g.mu.Unlock()
 			return gaveUp
 		}
@@ -506,24 +561,44 @@ func (g *writeGate) enter(ctx context.Context) error {
 	return gaveUp
 }
 
-// leave hands the turn to the next writer: the priority line's first
-// unless the last turn was already the priority line's and a request
-// waits, else the request line's first.
+// leave gives a turn back and hands out what is free.
 func (g *writeGate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	line := 0
-	switch {
-	case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
-		line = 1
-	case len(g.lines[0]) == 0:
-		g.busy = false
+	g.held--
+	g.dispatch()
+}
+
+// dispatch hands free turns to waiting writers, first come first served
+// within each line; g.mu is held. Turns go in rounds, each round to one
+// line: a round takes up to every turn, and while the other line waits no
+// one joins it, so it ends once its writers leave. The next round is the
+// priority line's unless the last one was and a request waits.
+func (g *writeGate) dispatch() {
+	if g.held == 0 {
+		switch {
+		case len(g.lines[1]) > 0 && (!g.lastPrio || len(g.lines[0]) == 0):
+			g.prioHeld = true
+		case len(g.lines[0]) > 0:
+			g.prioHeld = false
+		default:
+			return
+		}
+		g.lastPrio = g.prioHeld
+	}
+	line, other := 0, 1
+	if g.prioHeld {
+		line, other = 1, 0
+	}
+	if g.held > 0 && len(g.lines[other]) > 0 {
 		return
 	}
-	next := g.lines[line][0]
-	g.lines[line] = g.lines[line][1:]
-	g.lastPrio = line == 1
-	next <- nil
+	for g.held < g.turns && len(g.lines[line]) > 0 {
+		next := g.lines[line][0]
+		g.lines[line] = g.lines[line][1:]
+		g.held++
+		next <- nil
+	}
 }
 
 // GetDBConn is how gorm's DB() finds the pool (to close it, to migrate).

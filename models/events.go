@@ -127,27 +127,29 @@ func (s *Store) eventPos() string {
 // at a time on PostgreSQL (an arbitrary constant: "unhold:events").
 const eventSequencerLock = 0x756e686f6c64_01
 
-// maxSequenced bounds the events one SequenceEvents transaction numbers.
-const maxSequenced = 2000
+// MaxSequenced bounds the events one SequenceEvents transaction numbers.
+const MaxSequenced = 2000
 
 // SequenceEvents gives the committed events not yet numbered their seq, in
 // id order, after every seq given before, and returns how many it
-// numbered (up to maxSequenced per call). On SQLite events are readable as
+// numbered (up to MaxSequenced per call). On SQLite events are readable as
 // they commit and it does nothing. Concurrent calls, from this process or
 // another, take turns on an advisory lock, so two never give one seq.
+// Whether anything waits is read first, without a write turn: a poller of
+// a caught-up stream does not wait behind the writes.
 func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
 	if s.Dialect != Postgres {
 		return 0, nil
 	}
+	var pending bool
+	if err := s.R.WithContext(ctx).Raw("SELECT EXISTS (SELECT 1 FROM events WHERE seq IS NULL)").Scan(&pending).Error; err != nil {
+		return 0, fmt.Errorf("sequence events: %w", err)
+	}
+	if !pending {
+		return 0, nil
+	}
 	var n int64
 	err := s.W.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var pending bool
-		if err := tx.Raw("SELECT EXISTS (SELECT 1 FROM events WHERE seq IS NULL)").Scan(&pending).Error; err != nil {
-			return err
-		}
-		if !pending {
-			return nil
-		}
 		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", int64(eventSequencerLock)).Error; err != nil {
 			return err
 		}
@@ -156,7 +158,7 @@ func (s *Store) SequenceEvents(ctx context.Context) (int64, error) {
 		res := tx.Exec(`UPDATE events SET seq = base.m + next.n
 			FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM events WHERE seq IS NULL ORDER BY id LIMIT ?) next,
 			     (SELECT COALESCE(MAX(seq), 0) AS m FROM events) base
-			WHERE events.id = next.id`, maxSequenced)
+			WHERE events.id = next.id`, MaxSequenced)
 		n = res.RowsAffected
 		return res.Error
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // TestEventsAfterMissesNoLateCommit: an event whose transaction took its
@@ -14,7 +15,9 @@ import (
 // PostgreSQL, paging by id would step over it for good; seq is given in
 // the order events became visible.
 func TestEventsAfterMissesNoLateCommit(t *testing.T) {
-	eachEngine(t, func(t *testing.T, b bundle) {
+	// Two write turns: the late transaction stands for another
+	// instance's, which has turns of its own.
+	eachEngineWith(t, models.Options{Writers: 2}, func(t *testing.T, b bundle) {
 		ins := "INSERT INTO events (type, order_no, occurred_at, data) VALUES (?, ?, ?, '{}')"
 		now := time.Now().UTC()
 		insertAlone := func(no string) {
@@ -133,4 +136,19 @@ func TestDeleteOldEvents(t *testing.T) {
 		keep(now.Add(-168*time.Hour), 0, "CDE")
 		keep(now, 2, "E")
 	})
+}
+
+// On PostgreSQL a SequenceEvents that finds nothing to number takes no
+// write turn: a poller of a caught-up stream (GET /api/v1/events
+// sequences first) waited behind the writes, and answered 503 BUSY when
+// one held the turn past the busy timeout.
+func TestSequenceEventsNothingPendingTakesNoTurn(t *testing.T) {
+	t.Parallel()
+	b := setup(t, models.Postgres, models.Options{BusyTimeout: 200 * time.Millisecond, Writers: 1})
+	end := modelstest.HoldWriteTurn(t, b.s)
+	n, err := b.s.SequenceEvents(b.ctx)
+	end()
+	if n != 0 || err != nil {
+		t.Errorf("sequence with nothing pending while a write holds the turn: %d, %v; want 0, nil", n, err)
+	}
 }

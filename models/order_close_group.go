@@ -31,12 +31,10 @@ const DefaultCloseGroup = 64
 // closeGroups gathers concurrent closes into shared write transactions
 // (group commit). A close joins the group that is waiting for the write
 // turn, or starts one and leads it; the leader takes every member that
-// joined by the time its transaction began. On SQLite, with one write
-// connection, a group therefore waits no longer than one close alone
-// would, and holds the closes that queued behind the transaction before:
-// a burst of closes costs a commit and a turn of the connection per group,
-// not per close. On PostgreSQL, where a transaction begins at once, groups
-// form only when closes arrive together.
+// joined by the time its transaction began. A group therefore waits no
+// longer than one close alone would, and holds the closes that queued
+// behind the transactions before: a burst of closes costs a commit and a
+// write turn (writeGate) per group, not per close.
 type closeGroups struct {
 	max     int
 	mu      sync.Mutex

@@ -52,7 +52,10 @@ func (s *server) apiEvents(c *echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.store.SequenceEvents(ctx); err != nil {
+	// Busy writes (no write turn within the busy timeout) leave the
+	// waiting events to a later poll or the sequencer: this one reads what
+	// is numbered.
+	if _, err := s.store.SequenceEvents(ctx); err != nil && !models.IsBusy(err) {
 		return err
 	}
 	if after > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"unhold/auth"
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // eventsGone is the 410 answer of GET /api/v1/events.
@@ -114,4 +115,32 @@ func TestAPIEvents(t *testing.T) {
 			}
 		}
 	})
+}
+
+// On PostgreSQL a poll numbers the events waiting (SequenceEvents), which
+// takes a write turn; when writes hold every turn past the busy timeout it
+// reads what is numbered instead of failing 503 BUSY: it is a read, and a
+// later poll or the sequencer numbers the rest.
+func TestAPIEventsReadWhileWritesBusy(t *testing.T) {
+	t.Parallel()
+	clock := modelstest.NewClock()
+	b := newBundle(modelstest.Open(t, models.Postgres, models.Options{Now: clock.Now, BusyTimeout: 200 * time.Millisecond, Writers: 1}), clock)
+	_, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test")
+	try(t, "stock", err)
+	closeAndRelease(t, b, "o-1")
+	// The first poll numbers o-1's events (and touches the token, a write).
+	must[readPage[models.Event]](t, b, http.StatusOK, http.MethodGet, "/api/v1/events", "")
+	_, _, err = b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-2", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+	try(t, "place o-2", err)
+	_, err = b.s.CloseOrder(b.ctx, "o-2", models.TriggerUserCancel, "user:u1")
+	try(t, "close o-2", err)
+	end := modelstest.HoldWriteTurn(t, b.s)
+	rec := b.call(http.MethodGet, "/api/v1/events", "")
+	end()
+	if rec.Code != http.StatusOK {
+		t.Fatalf("poll while a write holds the turn: %d %s; want 200 with the numbered events", rec.Code, rec.Body)
+	}
+	if got := decodeStrict[readPage[models.Event]](t, rec); len(got.Items) != 2 || got.Items[0].OrderNo != "o-1" {
+		t.Fatalf("poll while a write holds the turn: %+v; want o-1's two events", got.Items)
+	}
 }

@@ -78,6 +78,7 @@ type benchOptions struct {
 	batch      int
 	clients    int
 	closeGroup int
+	pgWriters  int
 	json       bool
 	ceiling    bool
 	cpuProfile string
@@ -102,6 +103,7 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 	fs.IntVar(&o.batch, "batch", 200, "tasks a worker claims at a time (-worker-batch)")
 	fs.IntVar(&o.clients, "clients", 8, "concurrent API clients placing and closing")
 	fs.IntVar(&o.closeGroup, "close-group", 64, "closes that may share one transaction (-close-group of the serving process; 1: each alone)")
+	fs.IntVar(&o.pgWriters, "pg-writers", models.DefaultWriters, "PostgreSQL: write transactions each process runs at once (its -pg-writers)")
 	fs.BoolVar(&o.json, "json", false, "print only the JSON line")
 	fs.BoolVar(&o.ceiling, "ceiling", false, "also time the bare release transaction on the same database, 1 and 100 per commit")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the CPU profile of the serving process (burst, steady: serve; backlog, timeout: worker) to this file")
@@ -144,6 +146,8 @@ func parseBenchFlags(args []string) (benchOptions, error) {
 		return o, fmt.Errorf("bench: -clients must be from 1 to 1000, got %d", o.clients)
 	case o.closeGroup < 1 || o.closeGroup > 1000:
 		return o, fmt.Errorf("bench: -close-group must be from 1 to 1000, got %d", o.closeGroup)
+	case o.pgWriters < 1 || o.pgWriters > 64:
+		return o, fmt.Errorf("bench: -pg-writers must be from 1 to 64, got %d", o.pgWriters)
 	case o.webhookDelay < 0 || o.webhookDelay > time.Minute:
 		return o, fmt.Errorf("bench: -webhook-delay must be from 0 to 1m, got %s", o.webhookDelay)
 	}
@@ -178,8 +182,10 @@ type benchResult struct {
 	Batch   int    `json:"batch"`
 	Clients int    `json:"clients"`
 	// CloseGroup is -close-group.
-	CloseGroup int    `json:"close_group"`
-	LoadAvg    string `json:"loadavg"`
+	CloseGroup int `json:"close_group"`
+	// PGWriters is -pg-writers, on PostgreSQL.
+	PGWriters int    `json:"pg_writers,omitempty"`
+	LoadAvg   string `json:"loadavg"`
 
 	PlacesPerS float64 `json:"places_per_s"`
 	ClosesPerS float64 `json:"closes_per_s"`
@@ -321,6 +327,7 @@ func (b *benchRun) run(ctx context.Context, pgURL string) (res benchResult, err 
 	res.Engine = string(models.SQLite)
 	if models.IsPostgres(pgURL) {
 		res.Engine = string(models.Postgres)
+		res.PGWriters = opt.pgWriters
 		drop, err := b.freshSchema(ctx, pgURL)
 		if err != nil {
 			return res, err
@@ -587,7 +594,8 @@ var servingURL = regexp.MustCompile(`serving on (https?://\S+)`)
 // line on stdout, which it prints once it serves.
 func (b *benchRun) start(ctx context.Context, name string, extra ...string) (*benchChild, error) {
 	args := []string{name, "-db", b.dsn, "-log-format", "json", "-worker-id", "bench-" + name,
-		"-pools", strconv.Itoa(b.opt.pools), "-worker-batch", strconv.Itoa(b.opt.batch), "-close-group", strconv.Itoa(b.opt.closeGroup)}
+		"-pools", strconv.Itoa(b.opt.pools), "-worker-batch", strconv.Itoa(b.opt.batch), "-close-group", strconv.Itoa(b.opt.closeGroup),
+		"-pg-writers", strconv.Itoa(b.opt.pgWriters)}
 	if name != "worker" {
 		args = append(args, "-addr", "127.0.0.1:0")
 	}
@@ -1051,7 +1059,11 @@ func printBenchTable(w io.Writer, r benchResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("mode", fmt.Sprintf("%s on %s, %d orders holding %s (%d tasks)", r.Mode, r.Engine, r.Orders, r.Mix, r.Tasks))
-	row("workers", fmt.Sprintf("%d pool(s), batch %d; %d API clients; closes grouped up to %d", r.Pools, r.Batch, r.Clients, r.CloseGroup))
+	workers := fmt.Sprintf("%d pool(s), batch %d; %d API clients; closes grouped up to %d", r.Pools, r.Batch, r.Clients, r.CloseGroup)
+	if r.PGWriters > 0 {
+		workers += fmt.Sprintf("; %d writers at once", r.PGWriters)
+	}
+	row("workers", workers)
 	row("load average at start", r.LoadAvg)
 	row("places/s", r.PlacesPerS)
 	row("closes/s", r.ClosesPerS)

@@ -119,6 +119,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "web":
 		return serve(ctx, cfg, log, stdout, roleWeb)
 	case "worker":
+		// No requests write here: each pool may write while the others
+		// do, as -pools asks.
+		cfg.PGWriters = max(cfg.PGWriters, cfg.Pools)
 		return serve(ctx, cfg, log, stdout, roleWorker)
 	case "migrate":
 		cfg.Migrate = true
@@ -198,6 +201,7 @@ func storeOptions(cfg config.Config, log *slog.Logger) (models.Options, error) {
 		ReconUncheckedAfter: cfg.ReconUncheckedAfter,
 		ManualSLA:           cfg.ManualSLA,
 		CloseGroup:          cfg.CloseGroup,
+		Writers:             cfg.PGWriters,
 		Faults:              storeFaults,
 		ApprovalThreshold:   cfg.ApprovalThreshold,
 		RetryDefault:        cfg.RetryDefault,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for schema set-up
+	"gorm.io/gorm"
 	"unhold/models"
 )
 
@@ -50,6 +51,28 @@ func PlaceAndClose(t testing.TB, s *models.Store, no string, qty int64) {
 	}
 	if _, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// HoldWriteTurn begins a write transaction of s that holds a write turn
+// until the returned function ends it (and fails t if it failed).
+func HoldWriteTurn(t testing.TB, s *models.Store) (end func()) {
+	t.Helper()
+	held, hold, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.W.Transaction(func(*gorm.DB) error {
+			close(held)
+			<-hold
+			return nil
+		})
+	}()
+	<-held
+	return func() {
+		t.Helper()
+		close(hold)
+		if err := <-done; err != nil {
+			t.Fatalf("the transaction holding a write turn: %v", err)
+		}
 	}
 }
 
