@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -26,31 +25,14 @@ type listenBench struct {
 	a, b  *models.Store
 	app   string // the listener connection's application_name
 	wakes atomic.Int64
-	logs  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs  *modelstest.LogBuffer
 }
 
 func startListening(t *testing.T) *listenBench {
 	t.Helper()
 	dsn := modelstest.MigratedDSN(t, models.Postgres)
 	ctx, cancel := context.WithCancel(context.Background())
-	lb := &listenBench{ctx: ctx, logs: &syncBuffer{}}
+	lb := &listenBench{ctx: ctx, logs: &modelstest.LogBuffer{}}
 	for _, s := range []**models.Store{&lb.a, &lb.b} {
 		st, err := models.Open(ctx, dsn, models.Options{})
 		if err != nil {

@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -413,22 +412,7 @@ func TestRunsRecordedAndLogged(t *testing.T) {
 }
 
 // schedLog is a JSON log sink safe for several goroutines.
-type schedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *schedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *schedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type schedLog struct{ modelstest.LogBuffer }
 
 // find returns the "job run" lines of job.
 func (l *schedLog) find(t *testing.T, job string) []map[string]any {

@@ -1,17 +1,16 @@
 package models_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 )
 
 // A timeout sweep and a close group on PostgreSQL lock orders in one
@@ -125,7 +124,7 @@ func TestCloseGroupLateJoinerKeepsItsWait(t *testing.T) {
 func TestCloseGroupPanicIsLogged(t *testing.T) {
 	t.Parallel()
 	var once atomic.Bool
-	var logs lockedBuffer
+	var logs modelstest.LogBuffer
 	opt := models.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Faults: func(point string, _ *models.ReleaseTask) error {
 		if point == models.FaultCloseGroupCommit && once.CompareAndSwap(false, true) {
 			panic("boom in the group")
@@ -142,21 +141,4 @@ func TestCloseGroupPanicIsLogged(t *testing.T) {
 	if !strings.Contains(logs.String(), "boom in the group") {
 		t.Fatalf("the group's panic was not logged: %q", logs.String())
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

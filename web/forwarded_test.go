@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"unhold/auth"
+	"unhold/models/modelstest"
 	"unhold/web"
 )
 
@@ -28,8 +29,8 @@ func countWarnings(log string) int {
 
 // forwardedServer is a second server over b's database, trusting proxies
 // or not, logging to its own buffer.
-func forwardedServer(b bundle, proxies []*net.IPNet) (bundle, *lockedBuffer) {
-	logs := &lockedBuffer{}
+func forwardedServer(b bundle, proxies []*net.IPNet) (bundle, *modelstest.LogBuffer) {
+	logs := &modelstest.LogBuffer{}
 	b.e = web.New(web.Deps{Store: b.s, Auth: b.a, Log: slog.New(slog.NewTextHandler(logs, nil)),
 		Hosts: []string{testHost}, TrustedProxies: proxies})
 	return b, logs

@@ -77,7 +77,7 @@ func jbSetup(t *testing.T, d models.Dialect) jbEnv {
 
 // jbBundle is newBundle with a scheduler (nil: none) and a time zone.
 func jbBundle(s *models.Store, clock *modelstest.Clock, sched *jobs.Scheduler, loc *time.Location) bundle {
-	b := bundle{s: s, a: auth.New(s, auth.Options{}), clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	b := bundle{s: s, a: auth.New(s, auth.Options{}), clock: clock, wakes: &atomic.Int64{}, logs: &modelstest.LogBuffer{}, ctx: context.Background()}
 	b.e = web.New(web.Deps{Store: s, Auth: b.a, Log: slog.New(slog.NewTextHandler(b.logs, nil)), Wake: func() { b.wakes.Add(1) },
 		Location: loc, Scheduler: sched, Sessions: testSessions})
 	b.who = b.mustSignIn("jobs-admin", auth.RoleAdmin)

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -37,7 +36,7 @@ type bundle struct {
 	a     *auth.Store
 	clock *modelstest.Clock
 	wakes *atomic.Int64
-	logs  *lockedBuffer
+	logs  *modelstest.LogBuffer
 	ctx   context.Context
 	who   *identity // nil sends requests exactly as they are
 }
@@ -149,7 +148,7 @@ func anonBundle(s *models.Store, clock *modelstest.Clock, opt auth.Options) bund
 
 // anonBundleDeps is anonBundle whose server's Deps more changes last.
 func anonBundleDeps(s *models.Store, clock *modelstest.Clock, opt auth.Options, more func(*web.Deps)) bundle {
-	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &lockedBuffer{}, ctx: context.Background()}
+	b := bundle{s: s, clock: clock, wakes: &atomic.Int64{}, logs: &modelstest.LogBuffer{}, ctx: context.Background()}
 	log := slog.New(slog.NewTextHandler(b.logs, nil))
 	if opt.Logger == nil {
 		opt.Logger = log
@@ -232,24 +231,6 @@ type panicT struct{ testing.TB }
 func (panicT) Helper() {}
 
 func (panicT) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
-
-// lockedBuffer is a log sink that handlers may write from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // try fails the test on a set-up error.
 func try(t *testing.T, what string, err error) {

@@ -6,6 +6,7 @@
 package modelstest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -74,6 +75,25 @@ func HoldWriteTurn(t testing.TB, s *models.Store) (end func()) {
 			t.Fatalf("the transaction holding a write turn: %v", err)
 		}
 	}
+}
+
+// LogBuffer is a log sink that several goroutines may write to, and a test
+// read from.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
 
 // Clock is a settable clock for tests.
