@@ -12,11 +12,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	sqlite "github.com/libtnb/sqlite"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -157,6 +158,9 @@ type Store struct {
 	// closes gathers concurrent closes into shared transactions; nil
 	// when Options.CloseGroup is 1.
 	closes *closeGroups
+	// ckpt copies the WAL into the SQLite file beside the writes; nil on
+	// PostgreSQL.
+	ckpt *checkpointer
 	// busy is how long a write waits for SQLite's write turn (the busy
 	// timeout), each close of a group its own (runCloseGroup).
 	busy time.Duration
@@ -182,10 +186,12 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstop))
 	}
-	// No _time_format: the driver's default already writes the layout we
-	// compare as text, and glebarez/go-sqlite stops reading the DSN after
-	// _time_format, so a _txlock after it would be silently ignored.
+	// Times are written as "2006-01-02 15:04:05.999999999-07:00", the
+	// layout the queries compare as text (the driver's default is Go's
+	// time.String).
+	q.Set("_time_format", "sqlite")
 	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
 
@@ -278,12 +284,13 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
 		s.path = path
-		wdb, err := sql.Open(sqlite.DriverName, SQLiteDSN(path, false, busy))
+		wdb, err := openSQLite(SQLiteDSN(path, false, busy))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		wdb.SetMaxOpenConns(1)
-		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy, 1)}, cfg)
+		gate := newWriteGate(wdb, busy, 1)
+		w, err := gorm.Open(&sqlite.Dialector{Conn: gate}, cfg)
 		if err != nil {
 			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -292,12 +299,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		if err := wdb.PingContext(ctx); err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		r, err := gorm.Open(sqlite.Open(SQLiteDSN(path, true, busy)), cfg)
+		rdb, err := openSQLite(SQLiteDSN(path, true, busy))
 		if err != nil {
+			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		rdb, err := r.DB()
+		r, err := gorm.Open(&sqlite.Dialector{Conn: rdb}, cfg)
 		if err != nil {
+			_ = wdb.Close()
+			_ = rdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		n := opt.ReadConns
@@ -309,7 +319,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		// were closed and opened again, each open reading the schema anew.
 		rdb.SetMaxOpenConns(n)
 		rdb.SetMaxIdleConns(n)
+		cdb, err := openSQLite(SQLiteDSN(path, false, busy))
+		if err != nil {
+			_ = wdb.Close()
+			_ = rdb.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		cdb.SetMaxOpenConns(1)
 		s.W, s.R = w, r
+		s.ckpt = startCheckpointer(cdb, &gate.wrote, s.log)
 	}
 	if opt.CloseGroup != 1 {
 		s.closes = newCloseGroups(opt.CloseGroup)
@@ -339,7 +357,12 @@ func (s *Store) Close() error {
 	if err != nil {
 		return err
 	}
-	err = w.Close()
+	if s.ckpt != nil {
+		err = s.ckpt.stop()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
 	r, rerr := s.R.DB()
 	if rerr != nil {
 		return rerr
@@ -490,6 +513,8 @@ type writeGate struct {
 	prioHeld bool            // the turns held are the priority line's
 	lastPrio bool            // the last round of turns was the priority line's
 	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
+
+	wrote atomic.Bool // a turn ended since the checkpointer last looked
 }
 
 func newWriteGate(db *sql.DB, wait time.Duration, turns int) *writeGate {
@@ -563,6 +588,7 @@ func (g *writeGate) enter(ctx context.Context) error {
 
 // leave gives a turn back and hands out what is free.
 func (g *writeGate) leave() {
+	g.wrote.Store(true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.held--
