@@ -96,8 +96,9 @@ type Options struct {
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
 	// CloseGroup is how many concurrent closes may share one write
-	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
-	// every close a transaction of its own.
+	// transaction (closeGroups), and on SQLite how many placements and
+	// payments (writeGroups); zero is DefaultCloseGroup, and 1 gives every
+	// one a transaction of its own.
 	CloseGroup int
 	// Writers is how many write transactions of this Store run at once on
 	// PostgreSQL (writeGate); zero is DefaultWriters. SQLite has one write
@@ -158,6 +159,10 @@ type Store struct {
 	// closes gathers concurrent closes into shared transactions; nil
 	// when Options.CloseGroup is 1.
 	closes *closeGroups
+	// shared gathers concurrent placements and payments into shared
+	// transactions on SQLite; nil on PostgreSQL and when
+	// Options.CloseGroup is 1.
+	shared *writeGroups
 	// ckpt copies the WAL into the SQLite file beside the writes; nil on
 	// PostgreSQL.
 	ckpt *checkpointer
@@ -331,6 +336,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 	}
 	if opt.CloseGroup != 1 {
 		s.closes = newCloseGroups(opt.CloseGroup)
+		if s.Dialect == SQLite {
+			s.shared = newWriteGroups(opt.CloseGroup)
+		}
+	}
+	for _, db := range []*gorm.DB{s.W, s.R} {
+		if err := warmSchemas(db); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
 	}
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {
