@@ -302,6 +302,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		}
 		// WAL mode must exist before the read-only pool opens the file.
 		if err := wdb.PingContext(ctx); err != nil {
+			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		rdb, err := openSQLite(SQLiteDSN(path, true, busy))
@@ -346,20 +347,32 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 			return nil, err
 		}
 	}
+	if err := s.configure(opt); err != nil {
+		// Nothing of a refused store runs on: not its background
+		// checkpoint, nor a connection holding the file.
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// configure sets up what Open does past its connections: the resource
+// types and the retry policies.
+func (s *Store) configure(opt Options) error {
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.resources, s.types = reg, types
 	if s.retry, err = newRetryPolicies(opt.RetryDefault, opt.Retry); err != nil {
-		return nil, err
+		return err
 	}
 	for t := range s.retry {
 		if _, ok := reg[t]; t != "" && !ok {
-			return nil, fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
+			return fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Now is the store's clock, in UTC and to the microsecond, as both engines keep it.
