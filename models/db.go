@@ -341,12 +341,6 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 			s.shared = newWriteGroups(opt.CloseGroup)
 		}
 	}
-	for _, db := range []*gorm.DB{s.W, s.R} {
-		if err := warmSchemas(db); err != nil {
-			_ = s.Close()
-			return nil, err
-		}
-	}
 	if err := s.configure(opt); err != nil {
 		// Nothing of a refused store runs on: not its background
 		// checkpoint, nor a connection holding the file.
