@@ -34,6 +34,11 @@ type groupCall struct {
 	// to go alone, the end of its own wait for the write turn.
 	joined    time.Time
 	waitUntil time.Time
+	// left says the member stopped waiting (leave); kept, that its write
+	// is made in the group's transaction and commits with it (keep), so
+	// that it waits for the group's answer however its ctx ends. Both are
+	// guarded by the mutex of its txGroups.
+	left, kept bool
 }
 
 func newGroupCall(ctx context.Context) groupCall {
@@ -103,17 +108,41 @@ func (g *txGroups[M]) seal(f *txGroup[M]) []M {
 	return f.members
 }
 
-// leave records that a member of f stopped waiting, and ends the group's
+// leave records that member c of f stopped waiting, and ends the group's
 // transaction if it was the last member to wait. A group still forming
 // runs on: a member may join it yet, and the member that left is answered
-// without being written (run skips a member whose ctx ended).
-func (g *txGroups[M]) leave(f *txGroup[M]) {
+// without being written (run skips a member whose ctx ended). It returns
+// false, and c does not leave, when c's write is kept (keep): c is then to
+// wait for the group's answer.
+func (g *txGroups[M]) leave(f *txGroup[M], c *groupCall) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if c.kept {
+		return false
+	}
+	c.left = true
 	f.left++
 	if f.sealed && f.left == len(f.members) {
 		f.cancel()
 	}
+	return true
+}
+
+// keep makes c's write, made in its group's transaction, commit with it:
+// c no longer leaves when its ctx ends, but waits for the group's answer,
+// as a write alone whose commit began does; a caller that acts on a
+// committed write once it is answered (PlaceOrder sends the remote locks
+// of the order) then does so. It returns false when c left already, told
+// its ctx's error: its write is then to be undone, not committed for
+// nobody.
+func (g *txGroups[M]) keep(c *groupCall) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c.left {
+		return false
+	}
+	c.kept = true
+	return true
 }
 
 // stats says how many group transactions committed and how many members
@@ -150,8 +179,10 @@ func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, call
 		select {
 		case <-gc.done: // answered meanwhile: the answer stands
 		default:
-			g.leave(f)
-			return ctx, ctx.Err()
+			if g.leave(f, gc) {
+				return ctx, ctx.Err()
+			}
+			<-gc.done // its write is kept: the group commits it
 		}
 	}
 	if gc.alone && !gc.waitUntil.IsZero() {

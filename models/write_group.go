@@ -63,10 +63,14 @@ func (s *Store) writeShared(ctx context.Context, fn func(tx *gorm.DB) error) err
 // runWrites runs each call's fn inside tx in a savepoint of its own, in
 // the order they joined. A call whose fn fails is rolled back to its
 // savepoint and answers its error; the others go on. A call whose context
-// ended before its turn is answered so and not run. What a call adds to
-// the rollups (rollup) counts only once its savepoint is released. An
-// error of the savepoints themselves fails the group, whose calls then go
-// alone.
+// ended before its turn is answered so and not run; one whose ctx ended
+// as it ran is rolled back to its savepoint and answered so too: its
+// caller may have stopped waiting, and a write it was not told of must not
+// commit (a placement's remote locks would never be sent). A call whose
+// write stays is kept (txGroups.keep): it waits for the commit. What a
+// call adds to the rollups (rollup) counts only once its savepoint is
+// released. An error of the savepoints themselves fails the group, whose
+// calls then go alone.
 func (s *Store) runWrites(tx *gorm.DB, calls []*writeCall) error {
 	group, _ := tx.Statement.Context.Value(rollupCtxKey{}).(*rollup)
 	for i, c := range calls {
@@ -79,7 +83,11 @@ func (s *Store) runWrites(tx *gorm.DB, calls []*writeCall) error {
 			return err
 		}
 		own := newRollup()
-		if err := c.fn(tx.WithContext(context.WithValue(tx.Statement.Context, rollupCtxKey{}, own))); err != nil {
+		err := c.fn(tx.WithContext(context.WithValue(tx.Statement.Context, rollupCtxKey{}, own)))
+		if err == nil && (c.ctx.Err() != nil || !s.shared.keep(&c.groupCall)) {
+			err = c.ctx.Err()
+		}
+		if err != nil {
 			if rerr := tx.Exec("ROLLBACK TO SAVEPOINT " + name).Error; rerr != nil {
 				return errors.Join(err, rerr)
 			}
