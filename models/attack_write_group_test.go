@@ -3,12 +3,14 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"unhold/models"
+	"unhold/models/modelstest"
 	"unhold/remote"
 )
 
@@ -82,4 +84,81 @@ func TestAttackWriteGroupMemberLeavesAfterItsWrite(t *testing.T) {
 			t.Fatalf("placement = %v, want REMOTE_UNAVAILABLE: its lock could not be sent", gone)
 		}
 	}
+}
+
+// Writes of one group that contend for what one user holds see each
+// other as writes one after the other do: of two placements of a user
+// limited to one order of a SKU, two of one coupon, and two freezing more
+// balance than the user has for both, one of each is refused;
+// and of two payments of one order by two channel transactions, one. Breaks if a member read the state from before the group's
+// earlier writes.
+func TestAttackWriteGroupMembersContend(t *testing.T) {
+	b, h := heldWrites(t)
+	cp := b.shop(t)
+	must(t, func() error {
+		_, err := b.s.SetSKU(b.ctx, "sku-lim", 10, models.SKUSettings{Limit: models.UserLimit{PerUserOrders: 1, WindowS: 3600}}, "test")
+		return err
+	})
+	b.placeN(t, "o-pay")
+	place := func(r models.PlaceRequest) func() error {
+		return func() error { _, _, err := b.s.PlaceOrder(b.ctx, r); return err }
+	}
+	item := []models.Item{{SkuID: "sku-2", Qty: 1}}
+	got := together(h,
+		place(models.PlaceRequest{OrderNo: "o-lim1", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
+		place(models.PlaceRequest{OrderNo: "o-lim2", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
+		place(models.PlaceRequest{OrderNo: "o-cp1", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
+		place(models.PlaceRequest{OrderNo: "o-cp2", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
+		place(models.PlaceRequest{OrderNo: "o-bal1", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
+		place(models.PlaceRequest{OrderNo: "o-bal2", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
+		b.pay("o-pay", "txn-1"), b.pay("o-pay", "txn-2"))
+	for i, want := range []error{models.ErrUserLimit, models.ErrCouponUnavailable, models.ErrInsufficientFunds, models.ErrOrderNotPayable} {
+		a, c := got[2*i], got[2*i+1]
+		if (a != nil || !errors.Is(c, want)) && (c != nil || !errors.Is(a, want)) {
+			t.Fatalf("pair %d = %v, %v; want one nil, the other %v", i, a, c, want)
+		}
+	}
+	modelstest.CheckInvariants(t, b.s)
+}
+
+// A placement of a group that fills the database (SQLITE_FULL, here
+// max_page_count) may take the whole transaction down with it, not only
+// its savepoint: the group then fails, and each write is made alone, the
+// small one committed, the large one refused on its own. Breaks if the
+// others were answered as committed while SQLite had rolled them back, or
+// wrote outside any transaction after it.
+func TestAttackWriteGroupDatabaseFull(t *testing.T) {
+	b, h := heldWrites(t)
+	var items []models.Item
+	for i := range models.MaxItems {
+		sku := fmt.Sprintf("sku-big-%03d", i)
+		must(t, func() error { _, err := b.s.SetStock(b.ctx, sku, 10, 0, "test"); return err })
+		items = append(items, models.Item{SkuID: sku, Qty: 1})
+	}
+	must(t, func() error { _, err := b.s.SetStock(b.ctx, "sku-1", 10, 0, "test"); return err })
+	var pages int64
+	must(t, func() error { return b.s.W.Raw("PRAGMA page_count").Scan(&pages).Error })
+	must(t, func() error { return b.s.W.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+4)).Error })
+	small := func() error {
+		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-small", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
+		return err
+	}
+	big := func() error {
+		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-big", UserID: "u1", Items: items})
+		return err
+	}
+	got := together(h, small, big)
+	groups, _ := b.s.WriteGroupStats()
+	t.Logf("small = %v, big = %v; %d groups committed", got[0], got[1], groups)
+	if got[1] == nil {
+		t.Skip("the large placement fit: nothing was full")
+	}
+	for _, no := range []string{"o-small", "o-big"} {
+		_, err := b.s.OrderChain(b.ctx, no)
+		if (err == nil) != (no == "o-small" && got[0] == nil) {
+			t.Fatalf("%s answered %v, and reads %v", no, got, err)
+		}
+	}
+	must(t, func() error { return b.s.W.Exec("PRAGMA max_page_count = 1073741823").Error })
+	modelstest.CheckInvariants(t, b.s)
 }
