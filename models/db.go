@@ -256,6 +256,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		SkipDefaultTransaction: true,
 		NowFunc:                s.Now,
 	}
+	// SQLite's background checkpoint, started once Open refuses nothing.
+	var ckptDB *sql.DB
+	var ckptWrote *atomic.Bool
 	if IsPostgres(dsn) {
 		s.Dialect = Postgres
 		// A write waiting for a row lock holds its turn, and the writes
@@ -333,7 +336,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		}
 		cdb.SetMaxOpenConns(1)
 		s.W, s.R = w, r
-		s.ckpt = startCheckpointer(cdb, &gate.wrote, s.log)
+		ckptDB, ckptWrote = cdb, &gate.wrote
 	}
 	if opt.CloseGroup != 1 {
 		s.closes = newCloseGroups(opt.CloseGroup)
@@ -342,10 +345,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		}
 	}
 	if err := s.configure(opt); err != nil {
-		// Nothing of a refused store runs on: not its background
-		// checkpoint, nor a connection holding the file.
+		// Nothing of a refused store stays open to hold the file.
 		_ = s.Close()
+		if ckptDB != nil {
+			_ = ckptDB.Close()
+		}
 		return nil, err
+	}
+	if ckptDB != nil {
+		s.ckpt = startCheckpointer(ckptDB, ckptWrote, s.log)
 	}
 	return s, nil
 }

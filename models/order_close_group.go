@@ -49,9 +49,9 @@ func (s *Store) CloseGroupStats() (groups, closes int64) {
 // could not commit is tried again alone.
 func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
 	c := &closeCall{groupCall: newGroupCall(ctx), no: orderNo, reason: reason}
-	ctx, err := inGroup(s, s.closes, c, s.closeCalls)
+	ctx, alone, err := inGroup(s, s.closes, c, s.closeCalls)
 	switch {
-	case c.alone:
+	case alone:
 		return s.closeAlone(ctx, orderNo, reason)
 	case err != nil:
 		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, err)

@@ -161,11 +161,13 @@ func (g *txGroups[M]) stats() (groups, members int64) {
 // so that the others' writes do not end with the client that started it.
 // A member that stopped waiting may still commit with the group (as a
 // write alone may commit as its client hangs up), unless the group finds
-// its ctx ended before it writes. It returns the member's error; when
-// c.alone is then set, the caller writes it alone on the ctx returned.
-func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, calls []M) error) (context.Context, error) {
+// its ctx ended before it writes. It returns the member's error, or alone
+// true when the caller is to write it alone, on the ctx returned. A member
+// that left is answered without reading its answer, which runGroup may be
+// writing still.
+func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, calls []M) error) (ctx context.Context, alone bool, err error) {
 	gc := c.call()
-	ctx := gc.ctx
+	ctx = gc.ctx
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	f, lead := g.join(c, cancel)
 	if lead {
@@ -180,7 +182,7 @@ func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, call
 		case <-gc.done: // answered meanwhile: the answer stands
 		default:
 			if g.leave(f, gc) {
-				return ctx, ctx.Err()
+				return ctx, false, ctx.Err()
 			}
 			<-gc.done // its write is kept: the group commits it
 		}
@@ -188,7 +190,7 @@ func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, call
 	if gc.alone && !gc.waitUntil.IsZero() {
 		ctx = withGateDeadline(ctx, gc.waitUntil)
 	}
-	return ctx, gc.err
+	return ctx, gc.alone, gc.err
 }
 
 // runGroup runs group f's transaction and answers every member. The

@@ -53,8 +53,8 @@ func (s *Store) writeShared(ctx context.Context, fn func(tx *gorm.DB) error) err
 		return s.write(ctx, fn)
 	}
 	c := &writeCall{groupCall: newGroupCall(ctx), fn: fn}
-	ctx, err := inGroup(s, s.shared, c, s.runWrites)
-	if c.alone {
+	ctx, alone, err := inGroup(s, s.shared, c, s.runWrites)
+	if alone {
 		return s.write(ctx, fn)
 	}
 	return err
