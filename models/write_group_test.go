@@ -4,53 +4,18 @@ import (
 	"errors"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"unhold/models"
 	"unhold/models/modelstest"
 )
 
-// writeHold holds the first shared transaction of placements and payments
-// at FaultWriteGroup until want writes have joined it; failAtCommit, when
-// set, then fails that transaction once its writes are made.
-type writeHold struct {
-	s            *models.Store
-	want         atomic.Int32
-	failAtCommit atomic.Pointer[error]
-}
-
-func (h *writeHold) fault(point string, _ *models.ReleaseTask) error {
-	if point == models.FaultWriteGroupCommit {
-		if err := h.failAtCommit.Swap(nil); err != nil {
-			return *err
-		}
-		return nil
-	}
-	if point != models.FaultWriteGroup {
-		return nil
-	}
-	n := h.want.Swap(0)
-	if n == 0 {
-		return nil
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for h.s.WriteGroupForming() < int(n) {
-		if time.Now().After(deadline) {
-			return errors.New("the group never had all its writes")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
-}
-
 // heldWrites is a SQLite store (placements and payments share
 // transactions there only) whose first shared transaction h holds.
-func heldWrites(t *testing.T) (bundle, *writeHold) {
+func heldWrites(t *testing.T) (bundle, *groupHold) {
 	t.Helper()
 	t.Parallel()
-	h := &writeHold{}
+	h := &groupHold{writes: true}
 	b := setup(t, models.SQLite, models.Options{Faults: h.fault})
 	h.s = b.s
 	return b, h
@@ -58,7 +23,7 @@ func heldWrites(t *testing.T) (bundle, *writeHold) {
 
 // together runs every one of writes at once, in one shared transaction
 // (h holds it until they all joined), and returns each one's error.
-func together(h *writeHold, writes ...func() error) []error {
+func together(h *groupHold, writes ...func() error) []error {
 	h.want.Store(int32(len(writes)))
 	out := make([]error, len(writes))
 	var wg sync.WaitGroup

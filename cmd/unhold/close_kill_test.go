@@ -79,46 +79,14 @@ func TestCloseGroupKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var tok strings.Builder
-		if err := run(ctx, []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
-			func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
-			t.Fatal(err)
-		}
-		token := strings.TrimSpace(tok.String())
+		token := killToken(t, dsn)
 
 		srv := startServeProcess(t, dsn, killAtGroupCommit+"=4")
-		var next atomic.Int64
 		answered := make([]bool, len(nos))
-		var wg sync.WaitGroup
 		client := &http.Client{Timeout: 30 * time.Second}
-		for range closeKillClients {
-			wg.Go(func() {
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= len(nos) {
-						return
-					}
-					code, err := closeOverAPI(client, srv.url, token, nos[i])
-					if err != nil {
-						return // the server is gone
-					}
-					if code != http.StatusOK {
-						t.Errorf("close %s = %d", nos[i], code)
-						return
-					}
-					answered[i] = true
-				}
-			})
-		}
-		select {
-		case <-srv.done:
-		case <-time.After(time.Minute):
-			t.Fatal("no group of 4 closes in a minute: the server was not killed")
-		}
-		if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
-		}
-		wg.Wait()
+		pourUntilKilled(t, srv, nos, 0, answered, http.StatusOK, func(no string) (int, error) {
+			return closeOverAPI(client, srv.url, token, no)
+		})
 
 		got := 0
 		for i, no := range nos {
@@ -183,12 +151,7 @@ func TestWriteGroupKilled(t *testing.T) {
 	if _, err := s.SetStock(ctx, "sku-1", closeKillOrders, 0, "test"); err != nil {
 		t.Fatal(err)
 	}
-	var tok strings.Builder
-	if err := run(ctx, []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
-		func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	token := strings.TrimSpace(tok.String())
+	token := killToken(t, dsn)
 	nos := make([]string, closeKillOrders)
 	for i := range nos {
 		nos[i] = fmt.Sprintf("o-%04d", i)
@@ -205,37 +168,9 @@ func TestWriteGroupKilled(t *testing.T) {
 		}
 		answered[i] = true
 	}
-	var next atomic.Int64
-	next.Store(first)
-	var wg sync.WaitGroup
-	for range closeKillClients {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(nos) {
-					return
-				}
-				code, err := placeOverAPI(client, srv.url, token, nos[i])
-				if err != nil {
-					return // the server is gone
-				}
-				if code != http.StatusCreated {
-					t.Errorf("place %s = %d", nos[i], code)
-					return
-				}
-				answered[i] = true
-			}
-		})
-	}
-	select {
-	case <-srv.done:
-	case <-time.After(time.Minute):
-		t.Fatal("no shared transaction of 4 placements in a minute: the server was not killed")
-	}
-	if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
-	}
-	wg.Wait()
+	pourUntilKilled(t, srv, nos, first, answered, http.StatusCreated, func(no string) (int, error) {
+		return placeOverAPI(client, srv.url, token, no)
+	})
 
 	got := 0
 	for i, no := range nos {
@@ -272,9 +207,59 @@ func TestWriteGroupKilled(t *testing.T) {
 	}
 }
 
-func placeOverAPI(c *http.Client, base, token, no string) (int, error) {
-	body := `{"order_no":"` + no + `","user_id":"u1","items":[{"sku_id":"sku-1","qty":1}]}`
-	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/orders", strings.NewReader(body))
+// killToken adds an admin API token to the database at dsn.
+func killToken(t *testing.T, dsn string) string {
+	t.Helper()
+	var tok strings.Builder
+	if err := run(context.Background(), []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
+		func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(tok.String())
+}
+
+// pourUntilKilled sends send(no) for each of nos[from:] from
+// closeKillClients clients at once until srv dies, and checks it died of
+// the SIGKILL of a group's commit. answered[i] is set for each nos[i]
+// answered want.
+func pourUntilKilled(t *testing.T, srv *serveProcess, nos []string, from int, answered []bool, want int, send func(no string) (int, error)) {
+	t.Helper()
+	var next atomic.Int64
+	next.Store(int64(from))
+	var wg sync.WaitGroup
+	for range closeKillClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(nos) {
+					return
+				}
+				code, err := send(nos[i])
+				if err != nil {
+					return // the server is gone
+				}
+				if code != want {
+					t.Errorf("%s = %d, want %d", nos[i], code, want)
+					return
+				}
+				answered[i] = true
+			}
+		})
+	}
+	select {
+	case <-srv.done:
+	case <-time.After(time.Minute):
+		t.Fatal("no shared transaction of 4 in a minute: the server was not killed")
+	}
+	if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
+	}
+	wg.Wait()
+}
+
+// overAPI sends body to path with the admin token and returns the status.
+func overAPI(c *http.Client, base, token, path, body string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -290,19 +275,11 @@ func placeOverAPI(c *http.Client, base, token, no string) (int, error) {
 }
 
 func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/orders/"+no+"/close", strings.NewReader(`{"reason":"USER_CANCEL"}`))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	_, _ = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, nil
+	return overAPI(c, base, token, "/api/v1/orders/"+no+"/close", `{"reason":"USER_CANCEL"}`)
+}
+
+func placeOverAPI(c *http.Client, base, token, no string) (int, error) {
+	return overAPI(c, base, token, "/api/v1/orders", `{"order_no":"`+no+`","user_id":"u1","items":[{"sku_id":"sku-1","qty":1}]}`)
 }
 
 // serveProcess is unhold serve as a process of its own (this test binary,
