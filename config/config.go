@@ -145,7 +145,7 @@ func Load(args []string, getenv func(string) string) (Config, error) {
 	workerID := text("worker-id", "UNHOLD_WORKER_ID", defaultWorkerID(), "worker name used as lease owner")
 	batch := text("worker-batch", "UNHOLD_WORKER_BATCH", "200", "tasks claimed per worker round, 1 to 1000")
 	closeGroup := text("close-group", "UNHOLD_CLOSE_GROUP", "64",
-		"closes that arrive together may share one write transaction, up to this many, 1 to 1000 (1: each close commits alone)")
+		"closes that arrive together may share one write transaction, up to this many, 1 to 1000, and so may placements and payments on SQLite (1: each commits alone)")
 	pgWriters := text("pg-writers", "UNHOLD_PG_WRITERS", "8",
 		"PostgreSQL: write transactions this process runs at once, 1 to 64; the release worker's alone, every other round; unhold worker: at least -pools (SQLite: always one)")
 	pools := text("pools", "UNHOLD_POOLS", "1", "worker loops in this process, 1 to 64")

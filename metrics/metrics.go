@@ -144,6 +144,14 @@ func New(s *models.Store, log *slog.Logger) *Metrics {
 			Name: "unhold_closes_grouped_total",
 			Help: "Closes answered by those group transactions; divided by unhold_close_groups_total, the closes a commit carried.",
 		}, func() float64 { _, c := s.CloseGroupStats(); return float64(c) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "unhold_write_groups_total",
+			Help: "Write transactions that committed a group of placements and payments (SQLite; -close-group) in this process.",
+		}, func() float64 { g, _ := s.WriteGroupStats(); return float64(g) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "unhold_writes_grouped_total",
+			Help: "Placements and payments answered by those group transactions.",
+		}, func() float64 { _, w := s.WriteGroupStats(); return float64(w) }),
 		newQueueCollector(s, scrapeTimeout, log),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

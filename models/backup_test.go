@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/glebarez/sqlite"
+	sqlite "github.com/libtnb/sqlite"
 
 	"unhold/models"
 	"unhold/models/modelstest"

@@ -12,11 +12,12 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
+	sqlite "github.com/libtnb/sqlite"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -95,8 +96,9 @@ type Options struct {
 	RetryDefault RetryPolicy
 	Retry        []RetryPolicy
 	// CloseGroup is how many concurrent closes may share one write
-	// transaction (closeGroups); zero is DefaultCloseGroup, and 1 gives
-	// every close a transaction of its own.
+	// transaction (closeGroups), and on SQLite how many placements and
+	// payments (writeGroups); zero is DefaultCloseGroup, and 1 gives every
+	// one a transaction of its own.
 	CloseGroup int
 	// Writers is how many write transactions of this Store run at once on
 	// PostgreSQL (writeGate); zero is DefaultWriters. SQLite has one write
@@ -157,6 +159,13 @@ type Store struct {
 	// closes gathers concurrent closes into shared transactions; nil
 	// when Options.CloseGroup is 1.
 	closes *closeGroups
+	// shared gathers concurrent placements and payments into shared
+	// transactions on SQLite; nil on PostgreSQL and when
+	// Options.CloseGroup is 1.
+	shared *writeGroups
+	// ckpt copies the WAL into the SQLite file beside the writes; nil on
+	// PostgreSQL.
+	ckpt *checkpointer
 	// busy is how long a write waits for SQLite's write turn (the busy
 	// timeout), each close of a group its own (runCloseGroup).
 	busy time.Duration
@@ -182,10 +191,12 @@ func SQLiteDSN(path string, readOnly bool, busyTimeout time.Duration) string {
 		q.Add("_pragma", "query_only(1)")
 	} else {
 		q.Set("_txlock", "immediate")
+		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", walBackstop))
 	}
-	// No _time_format: the driver's default already writes the layout we
-	// compare as text, and glebarez/go-sqlite stops reading the DSN after
-	// _time_format, so a _txlock after it would be silently ignored.
+	// Times are written as "2006-01-02 15:04:05.999999999-07:00", the
+	// layout the queries compare as text (the driver's default is Go's
+	// time.String).
+	q.Set("_time_format", "sqlite")
 	return "file:" + uriPath.Replace(path) + "?" + q.Encode()
 }
 
@@ -245,6 +256,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		SkipDefaultTransaction: true,
 		NowFunc:                s.Now,
 	}
+	// SQLite's background checkpoint, started once Open refuses nothing.
+	var ckptDB *sql.DB
+	var ckptWrote *atomic.Bool
 	if IsPostgres(dsn) {
 		s.Dialect = Postgres
 		// A write waiting for a row lock holds its turn, and the writes
@@ -278,26 +292,31 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		s.Dialect = SQLite
 		path := strings.TrimPrefix(dsn, "file:")
 		s.path = path
-		wdb, err := sql.Open(sqlite.DriverName, SQLiteDSN(path, false, busy))
+		wdb, err := openSQLite(SQLiteDSN(path, false, busy))
 		if err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		wdb.SetMaxOpenConns(1)
-		w, err := gorm.Open(&sqlite.Dialector{Conn: newWriteGate(wdb, busy, 1)}, cfg)
+		gate := newWriteGate(wdb, busy, 1)
+		w, err := gorm.Open(&sqlite.Dialector{Conn: gate}, cfg)
 		if err != nil {
 			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		// WAL mode must exist before the read-only pool opens the file.
 		if err := wdb.PingContext(ctx); err != nil {
+			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		r, err := gorm.Open(sqlite.Open(SQLiteDSN(path, true, busy)), cfg)
+		rdb, err := openSQLite(SQLiteDSN(path, true, busy))
 		if err != nil {
+			_ = wdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
-		rdb, err := r.DB()
+		r, err := gorm.Open(&sqlite.Dialector{Conn: rdb}, cfg)
 		if err != nil {
+			_ = wdb.Close()
+			_ = rdb.Close()
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 		n := opt.ReadConns
@@ -309,25 +328,53 @@ func Open(ctx context.Context, dsn string, opt Options) (*Store, error) {
 		// were closed and opened again, each open reading the schema anew.
 		rdb.SetMaxOpenConns(n)
 		rdb.SetMaxIdleConns(n)
+		cdb, err := openSQLite(SQLiteDSN(path, false, busy))
+		if err != nil {
+			_ = wdb.Close()
+			_ = rdb.Close()
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+		cdb.SetMaxOpenConns(1)
 		s.W, s.R = w, r
+		ckptDB, ckptWrote = cdb, &gate.wrote
 	}
 	if opt.CloseGroup != 1 {
 		s.closes = newCloseGroups(opt.CloseGroup)
+		if s.Dialect == SQLite {
+			s.shared = newWriteGroups(opt.CloseGroup)
+		}
 	}
+	if err := s.configure(opt); err != nil {
+		// Nothing of a refused store stays open to hold the file.
+		_ = s.Close()
+		if ckptDB != nil {
+			_ = ckptDB.Close()
+		}
+		return nil, err
+	}
+	if ckptDB != nil {
+		s.ckpt = startCheckpointer(ckptDB, ckptWrote, s.log)
+	}
+	return s, nil
+}
+
+// configure sets up what Open does past its connections: the resource
+// types and the retry policies.
+func (s *Store) configure(opt Options) error {
 	reg, types, err := newRegistry(s, opt.Declared, opt.Remote)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	s.resources, s.types = reg, types
 	if s.retry, err = newRetryPolicies(opt.RetryDefault, opt.Retry); err != nil {
-		return nil, err
+		return err
 	}
 	for t := range s.retry {
 		if _, ok := reg[t]; t != "" && !ok {
-			return nil, fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
+			return fmt.Errorf("%w: retry policy names type %s, which is not registered", ErrInvalid, t)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Now is the store's clock, in UTC and to the microsecond, as both engines keep it.
@@ -339,7 +386,12 @@ func (s *Store) Close() error {
 	if err != nil {
 		return err
 	}
-	err = w.Close()
+	if s.ckpt != nil {
+		err = s.ckpt.stop()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
 	r, rerr := s.R.DB()
 	if rerr != nil {
 		return rerr
@@ -490,6 +542,8 @@ type writeGate struct {
 	prioHeld bool            // the turns held are the priority line's
 	lastPrio bool            // the last round of turns was the priority line's
 	lines    [2][]chan error // waiting writers: [0] requests, [1] the worker
+
+	wrote atomic.Bool // a turn ended since the checkpointer last looked
 }
 
 func newWriteGate(db *sql.DB, wait time.Duration, turns int) *writeGate {
@@ -563,6 +617,7 @@ func (g *writeGate) enter(ctx context.Context) error {
 
 // leave gives a turn back and hands out what is free.
 func (g *writeGate) leave() {
+	g.wrote.Store(true)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.held--

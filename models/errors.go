@@ -5,8 +5,8 @@ import (
 	"errors"
 	"strings"
 
-	sqlite "github.com/glebarez/go-sqlite"
 	"github.com/jackc/pgx/v5/pgconn"
+	sqlite "modernc.org/sqlite"
 )
 
 // Error is a business error with a stable code that the API and the

@@ -61,3 +61,14 @@ func (s *Store) CloseGroupForming() int {
 	}
 	return len(s.closes.forming.members)
 }
+
+// WriteGroupForming is CloseGroupForming for the shared transactions of
+// placements and payments.
+func (s *Store) WriteGroupForming() int {
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	if s.shared.forming == nil {
+		return 0
+	}
+	return len(s.shared.forming.members)
+}

@@ -38,7 +38,7 @@ func (s *Store) CloseOrder(ctx context.Context, orderNo string, reason Trigger, 
 // closeAlone is a close in a transaction of its own: a group of one
 // (closeCalls), whose refusal is its answer.
 func (s *Store) closeAlone(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
-	c := &closeCall{ctx: ctx, no: orderNo, reason: reason}
+	c := &closeCall{groupCall: groupCall{ctx: ctx}, no: orderNo, reason: reason}
 	err := s.write(ctx, func(tx *gorm.DB) error {
 		c.res, c.err = CloseResult{}, nil
 		return s.closeCalls(tx, []*closeCall{c})

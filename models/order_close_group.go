@@ -2,14 +2,9 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"gorm.io/gorm"
 )
@@ -29,206 +24,39 @@ const FaultCloseGroupCommit = "close.group.commit"
 const DefaultCloseGroup = 64
 
 // closeGroups gathers concurrent closes into shared write transactions
-// (group commit). A close joins the group that is waiting for the write
-// turn, or starts one and leads it; the leader takes every member that
-// joined by the time its transaction began. A group therefore waits no
-// longer than one close alone would, and holds the closes that queued
-// behind the transactions before: a burst of closes costs a commit and a
-// write turn (writeGate) per group, not per close.
-type closeGroups struct {
-	max     int
-	mu      sync.Mutex
-	forming *closeGroup // the group whose leader waits for the write turn
+// (txGroups); closeCalls writes a group's closes together.
+type closeGroups = txGroups[*closeCall]
 
-	groups  atomic.Int64 // transactions committed for groups
-	grouped atomic.Int64 // closes answered by them
-}
-
-// closeGroup is one group's members, appended while it forms.
-type closeGroup struct {
-	members []*closeCall
-	left    int  // members that stopped waiting, their ctx ended
-	sealed  bool // no member joins any more
-	// cancel ends the group's transaction once it is sealed and every
-	// member left: nobody waits for it, and a close alone would have been
-	// cancelled too (a row lock another transaction holds for ever on
-	// PostgreSQL would otherwise keep it, and its connection, for ever).
-	cancel context.CancelFunc
-}
-
-// closeCall is one CloseOrder waiting for its group. Its answer is res or
-// err once done is closed, unless alone says the group could not commit
-// and the close is to be tried again on its own.
+// closeCall is one CloseOrder waiting for its group, and its answer.
 type closeCall struct {
-	ctx    context.Context
-	group  *closeGroup
+	groupCall
 	no     string
 	reason Trigger
 	res    CloseResult
-	err    error
-	alone  bool
-	done   chan struct{}
-	// joined is when the close joined its group; waitUntil, when it is
-	// to close alone, the end of its own wait for the write turn.
-	joined    time.Time
-	waitUntil time.Time
 }
 
 func newCloseGroups(max int) *closeGroups {
-	if max <= 0 {
-		max = DefaultCloseGroup
-	}
-	return &closeGroups{max: max}
-}
-
-// join adds c to the forming group, or makes a group of c that the caller
-// leads (the group is returned) when there is none or it is full.
-func (g *closeGroups) join(c *closeCall, cancel context.CancelFunc) *closeGroup {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if f := g.forming; f != nil && len(f.members) < g.max {
-		f.members = append(f.members, c)
-		c.group = f
-		return nil
-	}
-	f := &closeGroup{members: []*closeCall{c}, cancel: cancel}
-	c.group = f
-	g.forming = f
-	return f
-}
-
-// seal closes f to new members and returns them.
-func (g *closeGroups) seal(f *closeGroup) []*closeCall {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.forming == f {
-		g.forming = nil
-	}
-	f.sealed = true
-	return f.members
-}
-
-// leave records that c stopped waiting for its group, and ends the
-// group's transaction if it was the last member to wait. A group still
-// forming runs on: a close may join it yet, and it does not close c
-// (closeCalls answers a call whose ctx ended without closing it).
-func (g *closeGroups) leave(c *closeCall) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f := c.group
-	f.left++
-	if f.sealed && f.left == len(f.members) {
-		f.cancel()
-	}
+	return newTxGroups[*closeCall](max, FaultCloseGroup, FaultCloseGroupCommit)
 }
 
 // CloseGroupStats says how many group transactions committed and how many
 // closes they answered, since the store opened.
 func (s *Store) CloseGroupStats() (groups, closes int64) {
-	if s.closes == nil {
-		return 0, 0
-	}
-	return s.closes.groups.Load(), s.closes.grouped.Load()
+	return s.closes.stats()
 }
 
-// closeInGroup is CloseOrder through a group: it joins one, starts it if
-// it made it, and waits for the group's answer or the end of its ctx,
-// whichever comes first, as a close alone would: the group's transaction
-// runs on in a goroutine of its own, so that the others' closes do not end
-// with the client that started it. A close that stopped waiting may still
-// commit with the group (as a close alone may commit as its client hangs
-// up), unless the group finds its ctx ended before it writes.
+// closeInGroup is CloseOrder through a group (inGroup); a close the group
+// could not commit is tried again alone.
 func (s *Store) closeInGroup(ctx context.Context, orderNo string, reason Trigger) (CloseResult, error) {
-	c := &closeCall{ctx: ctx, no: orderNo, reason: reason, done: make(chan struct{}), joined: time.Now()}
-	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	if f := s.closes.join(c, cancel); f != nil {
-		go s.runCloseGroup(gctx, f)
-	} else {
-		cancel()
-	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		select {
-		case <-c.done: // answered meanwhile: the answer stands
-		default:
-			s.closes.leave(c)
-			return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, ctx.Err())
-		}
-	}
-	if c.alone {
-		if !c.waitUntil.IsZero() {
-			ctx = withGateDeadline(ctx, c.waitUntil)
-		}
+	c := &closeCall{groupCall: newGroupCall(ctx), no: orderNo, reason: reason}
+	ctx, alone, err := inGroup(s, s.closes, c, s.closeCalls)
+	switch {
+	case alone:
 		return s.closeAlone(ctx, orderNo, reason)
-	}
-	if c.err != nil {
-		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, c.err)
+	case err != nil:
+		return CloseResult{}, fmt.Errorf("close order %s: %w", orderNo, err)
 	}
 	return c.res, nil
-}
-
-// runCloseGroup runs group f's transaction and answers every member. The
-// transaction does not end with its leader's request: it runs on ctx, the
-// leader's context without its cancellation (ended only when every member
-// left, see leave), so a client that hangs up leaves the others' closes
-// alone. A transaction that began and failed
-// (a statement, the commit, a lost connection, a panic) sends every member
-// back to close on its own, where a failure is its own; one that never got
-// the write turn answers its error to every member that waited as long,
-// and sends one that joined later to wait the rest of its own time alone.
-func (s *Store) runCloseGroup(ctx context.Context, f *closeGroup) {
-	defer f.cancel()
-	var calls []*closeCall
-	began := false
-	err := func() (err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("close group: panic: %v", r)
-				began = true
-				// Its closes go alone and may well succeed there: the
-				// log is all that tells of a bug in the group's path.
-				s.log.Error("close group panicked; its closes go alone", "panic", r, "stack", string(debug.Stack()))
-			}
-		}()
-		return s.write(ctx, func(tx *gorm.DB) error {
-			began = true
-			if s.faults != nil {
-				if err := s.faults(FaultCloseGroup, nil); err != nil {
-					return err
-				}
-			}
-			calls = s.closes.seal(f)
-			if err := s.closeCalls(tx, calls); err != nil {
-				return err
-			}
-			if s.faults != nil {
-				return s.faults(FaultCloseGroupCommit, &ReleaseTask{Qty: int64(len(calls))})
-			}
-			return nil
-		})
-	}()
-	if calls == nil {
-		calls = s.closes.seal(f)
-	}
-	if err == nil {
-		s.closes.groups.Add(1)
-		s.closes.grouped.Add(int64(len(calls)))
-	}
-	for _, c := range calls {
-		switch {
-		case err == nil:
-		case began:
-			c.res, c.err, c.alone = CloseResult{}, nil, true
-		case errors.Is(err, errWriteQueueTimeout) && time.Since(c.joined) < s.busy:
-			// Its leader waited the whole busy timeout for the write
-			// turn, it only part of it: it waits the rest alone.
-			c.res, c.err, c.alone, c.waitUntil = CloseResult{}, nil, true, c.joined.Add(s.busy)
-		default:
-			c.res, c.err = CloseResult{}, err
-		}
-		close(c.done)
-	}
 }
 
 // closeCalls closes calls inside tx and sets each one's answer: in

@@ -13,17 +13,30 @@ import (
 	"unhold/models/modelstest"
 )
 
-// groupHold holds the first close group at FaultCloseGroup until want
-// closes have joined it, so a test knows which closes share a
-// transaction; fail, when set, then fails that transaction.
+// groupHold holds the first close group at FaultCloseGroup (with writes,
+// the first group of placements and payments at FaultWriteGroup) until
+// want have joined it, so a test knows which share a transaction; fail,
+// when set, then fails that transaction. failAtCommit fails the next
+// group of placements and payments once its writes are made.
 type groupHold struct {
-	s    *models.Store
-	want atomic.Int32
-	fail error
+	s            *models.Store
+	writes       bool
+	want         atomic.Int32
+	fail         error
+	failAtCommit atomic.Pointer[error]
 }
 
 func (h *groupHold) fault(point string, _ *models.ReleaseTask) error {
-	if point != models.FaultCloseGroup {
+	hold, forming := models.FaultCloseGroup, h.s.CloseGroupForming
+	if h.writes {
+		hold, forming = models.FaultWriteGroup, h.s.WriteGroupForming
+	}
+	if point == models.FaultWriteGroupCommit {
+		if err := h.failAtCommit.Swap(nil); err != nil {
+			return *err
+		}
+	}
+	if point != hold {
 		return nil
 	}
 	n := h.want.Swap(0)
@@ -31,7 +44,7 @@ func (h *groupHold) fault(point string, _ *models.ReleaseTask) error {
 		return nil
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for h.s.CloseGroupForming() < int(n) {
+	for forming() < int(n) {
 		if time.Now().After(deadline) {
 			return errors.New("the group never had all its closes")
 		}

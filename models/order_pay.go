@@ -25,7 +25,8 @@ func (s *Store) PayOrder(ctx context.Context, orderNo, channelTxnID string) (Pay
 		return PayResult{}, invalid("channel_txn_id must be 1-64 characters")
 	}
 	var out PayResult
-	err := s.write(ctx, func(tx *gorm.DB) error {
+	err := s.writeShared(ctx, func(tx *gorm.DB) error {
+		out = PayResult{} // a run again alone starts afresh (writeShared)
 		now := s.Now()
 		res := tx.Exec(`UPDATE orders SET status = 'PAID', paid_at = ?, channel_txn_id = ?, updated_at = ?, version = version + 1
 			WHERE order_no = ? AND status = 'PENDING'`, now, channelTxnID, now, orderNo)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -226,21 +227,28 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 	if timeout == 0 {
 		timeout = DefaultPayTimeout
 	}
-	o := &Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
+	order := Order{OrderNo: r.OrderNo, UserID: r.UserID, Status: OrderPending,
 		PayDeadline: now.Add(timeout), CreatedAt: now, UpdatedAt: now}
-	err = s.write(ctx, func(tx *gorm.DB) error {
-		atPayment, err := s.preparePlacement(tx, o.UserID, hs, now)
+	var o *Order
+	var held []Hold
+	err = s.writeShared(ctx, func(tx *gorm.DB) error {
+		// From the request each time: a placement of a group that could
+		// not commit runs again alone (writeShared), and a run's creates
+		// and markAtPayment change the rows they are given.
+		o, held = nil, nil
+		ord, hs := order, slices.Clone(hs)
+		atPayment, err := s.preparePlacement(tx, ord.UserID, hs, now)
 		if err != nil {
 			return err
 		}
-		if err := tx.Create(o).Error; err != nil {
+		if err := tx.Create(&ord).Error; err != nil {
 			if IsUniqueViolation(err) {
-				return fmt.Errorf("%w: %s", ErrOrderExists, o.OrderNo)
+				return fmt.Errorf("%w: %s", ErrOrderExists, ord.OrderNo)
 			}
 			return err
 		}
 		for i := range hs {
-			hs[i].OrderNo = o.OrderNo
+			hs[i].OrderNo = ord.OrderNo
 			if err := tx.Create(&hs[i]).Error; err != nil {
 				return err
 			}
@@ -250,21 +258,22 @@ func (s *Store) PlaceOrder(ctx context.Context, r PlaceRequest) (*Order, []Hold,
 				}
 				continue // the payment takes it (takeLine)
 			}
-			op := Op{Kind: FlowLock, OrderNo: o.OrderNo, UserID: o.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
-				Trigger: TriggerPlace, Actor: "user:" + o.UserID, Now: now}
+			op := Op{Kind: FlowLock, OrderNo: ord.OrderNo, UserID: ord.UserID, Key: hs[i].BizKey, Qty: hs[i].Qty,
+				Trigger: TriggerPlace, Actor: "user:" + ord.UserID, Now: now}
 			if err := s.apply(tx, hs[i].ResourceType, op); err != nil {
 				return err
 			}
 		}
+		o, held = &ord, hs
 		return nil
 	})
 	if err == nil {
-		err = s.lockRemote(ctx, o, hs)
+		err = s.lockRemote(ctx, o, held)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("place order %s: %w", name, err)
 	}
-	return o, hs, nil
+	return o, held, nil
 }
 
 // lockRemote sends the lock of each of the order's holds of a remote type,

@@ -142,6 +142,21 @@ func rollUpAttempts(tx *gorm.DB, as []TaskAttempt) error {
 	return r.flush(tx)
 }
 
+// merge adds what o rolled up to r: a write of a shared transaction
+// (runWrites) rolls up apart, and counts once its savepoint is released.
+func (r *rollup) merge(o *rollup) {
+	for k, n := range o.attempts {
+		r.attempts[k] += n
+	}
+	for k, v := range o.latency {
+		if s, seen := r.latency[k]; seen {
+			v = latencySum{n: s.n + v.n, lo: min(s.lo, v.lo), hi: max(s.hi, v.hi)}
+		}
+		r.latency[k] = v
+	}
+	r.released = append(r.released, o.released...)
+}
+
 // flush reads the released tasks back and upserts the sums into the
 // rollup tables, attempt_minutes first, each in one statement, the rows in
 // key order (minute first).

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // the raw "sqlite" driver, for a connection without our pragmas
+	_ "modernc.org/sqlite" // the raw "sqlite" driver, for a connection without our pragmas
 
 	"unhold/models"
 	"unhold/models/modelstest"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/glebarez/go-sqlite" // the raw "sqlite" driver, for a second connection
+	_ "modernc.org/sqlite" // the raw "sqlite" driver, for a second connection
 
 	"unhold/auth"
 	"unhold/models"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -27,9 +28,10 @@ const (
 )
 
 // killAtGroupCommit, in the environment of unhold serve run by the tests,
-// makes it kill itself with SIGKILL inside the first group of closes of
-// at least that many, once its closes are written and before the commit
-// (models.FaultCloseGroupCommit).
+// makes it kill itself with SIGKILL inside the first shared transaction of
+// at least that many closes, or placements and payments, once they are
+// written and before the commit (models.FaultCloseGroupCommit,
+// models.FaultWriteGroupCommit).
 const killAtGroupCommit = "UNHOLD_TEST_KILL_AT_GROUP_COMMIT"
 
 // killAtGroupOf is that fault: it waits a moment first, as a slow commit
@@ -37,7 +39,7 @@ const killAtGroupCommit = "UNHOLD_TEST_KILL_AT_GROUP_COMMIT"
 // its 200 on the wire when the process dies.
 func killAtGroupOf(n int64) models.FaultFunc {
 	return func(point string, t *models.ReleaseTask) error {
-		if point == models.FaultCloseGroupCommit && t.Qty >= n {
+		if (point == models.FaultCloseGroupCommit || point == models.FaultWriteGroupCommit) && t.Qty >= n {
 			time.Sleep(50 * time.Millisecond)
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 			select {}
@@ -77,46 +79,14 @@ func TestCloseGroupKilled(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var tok strings.Builder
-		if err := run(ctx, []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
-			func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
-			t.Fatal(err)
-		}
-		token := strings.TrimSpace(tok.String())
+		token := killToken(t, dsn)
 
 		srv := startServeProcess(t, dsn, killAtGroupCommit+"=4")
-		var next atomic.Int64
 		answered := make([]bool, len(nos))
-		var wg sync.WaitGroup
 		client := &http.Client{Timeout: 30 * time.Second}
-		for range closeKillClients {
-			wg.Go(func() {
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= len(nos) {
-						return
-					}
-					code, err := closeOverAPI(client, srv.url, token, nos[i])
-					if err != nil {
-						return // the server is gone
-					}
-					if code != http.StatusOK {
-						t.Errorf("close %s = %d", nos[i], code)
-						return
-					}
-					answered[i] = true
-				}
-			})
-		}
-		select {
-		case <-srv.done:
-		case <-time.After(time.Minute):
-			t.Fatal("no group of 4 closes in a minute: the server was not killed")
-		}
-		if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-			t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
-		}
-		wg.Wait()
+		pourUntilKilled(t, srv, nos, 0, answered, http.StatusOK, func(no string) (int, error) {
+			return closeOverAPI(client, srv.url, token, no)
+		})
 
 		got := 0
 		for i, no := range nos {
@@ -159,8 +129,137 @@ func TestCloseGroupKilled(t *testing.T) {
 	})
 }
 
-func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, base+"/api/v1/orders/"+no+"/close", strings.NewReader(`{"reason":"USER_CANCEL"}`))
+// unhold serve on SQLite, with placements pouring in, is killed with
+// SIGKILL inside a shared transaction of several placements, before its
+// commit: every placement answered 201 is there, PENDING, with its hold
+// and its stock; none of the dying group's was answered; and the books add
+// up, with nothing half placed. A second server places the rest. Breaks
+// if a placement were answered before its group committed, or committed
+// apart from its hold or its stock.
+func TestWriteGroupKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts and kills unhold serve")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	dsn := modelstest.MigratedDSN(t, models.SQLite)
+	s, err := models.Open(ctx, dsn, models.Options{Logger: modelstest.QuietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.SetStock(ctx, "sku-1", closeKillOrders, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	token := killToken(t, dsn)
+	nos := make([]string, closeKillOrders)
+	for i := range nos {
+		nos[i] = fmt.Sprintf("o-%04d", i)
+	}
+
+	srv := startServeProcess(t, dsn, killAtGroupCommit+"=4")
+	answered := make([]bool, len(nos))
+	client := &http.Client{Timeout: 30 * time.Second}
+	// The first ones one at a time, each a group of one, which commits.
+	const first = 20
+	for i := range first {
+		if code, err := placeOverAPI(client, srv.url, token, nos[i]); err != nil || code != http.StatusCreated {
+			t.Fatalf("place %s alone = %d, %v", nos[i], code, err)
+		}
+		answered[i] = true
+	}
+	pourUntilKilled(t, srv, nos, first, answered, http.StatusCreated, func(no string) (int, error) {
+		return placeOverAPI(client, srv.url, token, no)
+	})
+
+	got := 0
+	for i, no := range nos {
+		c, err := s.OrderChain(ctx, no)
+		switch {
+		case errors.Is(err, models.ErrNotFound):
+			if answered[i] {
+				t.Fatalf("%s was answered 201 and is not there after the kill", no)
+			}
+			continue
+		case err != nil:
+			t.Fatal(err)
+		case c.Order.Status != models.OrderPending || len(c.Holds) != 1 || c.Holds[0].Qty != 1:
+			t.Fatalf("%s is %s with holds %+v, want PENDING holding 1", no, c.Order.Status, c.Holds)
+		}
+		got++
+	}
+	if got == len(nos) {
+		t.Fatalf("every placement is there: the kill did not land among them")
+	}
+	modelstest.CheckInvariants(t, s)
+	t.Logf("%d of %d placements made before the kill", got, len(nos))
+
+	srv = startServeProcess(t, dsn, "")
+	for _, no := range nos {
+		if code, err := placeOverAPI(client, srv.url, token, no); err != nil || (code != http.StatusCreated && code != http.StatusConflict) {
+			t.Fatalf("place %s after the restart = %d, %v", no, code, err)
+		}
+	}
+	srv.kill()
+	modelstest.CheckInvariants(t, s)
+	if sku, err := s.GetSKU(ctx, "sku-1"); err != nil || sku.Available != 0 || sku.Locked != closeKillOrders {
+		t.Fatalf("sku-1 after every placement = %+v, %v; want all %d locked", sku, err, closeKillOrders)
+	}
+}
+
+// killToken adds an admin API token to the database at dsn.
+func killToken(t *testing.T, dsn string) string {
+	t.Helper()
+	var tok strings.Builder
+	if err := run(context.Background(), []string{"token", "add", "--role", "admin", "kill", "-db", dsn},
+		func(string) string { return "" }, nil, &tok, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(tok.String())
+}
+
+// pourUntilKilled sends send(no) for each of nos[from:] from
+// closeKillClients clients at once until srv dies, and checks it died of
+// the SIGKILL of a group's commit. answered[i] is set for each nos[i]
+// answered want.
+func pourUntilKilled(t *testing.T, srv *serveProcess, nos []string, from int, answered []bool, want int, send func(no string) (int, error)) {
+	t.Helper()
+	var next atomic.Int64
+	next.Store(int64(from))
+	var wg sync.WaitGroup
+	for range closeKillClients {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(nos) {
+					return
+				}
+				code, err := send(nos[i])
+				if err != nil {
+					return // the server is gone
+				}
+				if code != want {
+					t.Errorf("%s = %d, want %d", nos[i], code, want)
+					return
+				}
+				answered[i] = true
+			}
+		})
+	}
+	select {
+	case <-srv.done:
+	case <-time.After(time.Minute):
+		t.Fatal("no shared transaction of 4 in a minute: the server was not killed")
+	}
+	if ws, ok := srv.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("unhold serve ended %s, want killed by SIGKILL at a group's commit", srv.cmd.ProcessState)
+	}
+	wg.Wait()
+}
+
+// overAPI sends body to path with the admin token and returns the status.
+func overAPI(c *http.Client, base, token, path, body string) (int, error) {
+	req, err := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -173,6 +272,14 @@ func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, res.Body)
 	return res.StatusCode, nil
+}
+
+func closeOverAPI(c *http.Client, base, token, no string) (int, error) {
+	return overAPI(c, base, token, "/api/v1/orders/"+no+"/close", `{"reason":"USER_CANCEL"}`)
+}
+
+func placeOverAPI(c *http.Client, base, token, no string) (int, error) {
+	return overAPI(c, base, token, "/api/v1/orders", `{"order_no":"`+no+`","user_id":"u1","items":[{"sku_id":"sku-1","qty":1}]}`)
 }
 
 // serveProcess is unhold serve as a process of its own (this test binary,
