@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"sync"
@@ -304,5 +305,75 @@ func TestCloseGroupOption(t *testing.T) {
 	}
 	if _, err := models.Open(context.Background(), modelstest.MigratedDSN(t, models.SQLite), models.Options{CloseGroup: -1}); !errors.Is(err, models.ErrInvalid) {
 		t.Fatalf("CloseGroup -1: %v, want INVALID_INPUT", err)
+	}
+}
+
+// When another process holds SQLite's write lock, a group's BEGIN waits
+// the busy timeout and fails BUSY. That is the answer of the closes that
+// waited as long; a close that joined the group later waits the rest of
+// its own time alone, as it would have without the group, and closes once
+// the lock is let go.
+func TestCloseGroupBusyAtBeginLateMemberWaitsItsOwnTime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := modelstest.MigratedDSN(t, models.SQLite)
+	// A second of busy timeout: the later close joins 200 ms in, well
+	// before the group's BEGIN gives up, however loaded the machine.
+	s, err := models.Open(ctx, dsn, models.Options{BusyTimeout: time.Second, Logger: modelstest.QuietLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := s.SetStock(ctx, "sku-1", 10, 0, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for _, no := range []string{"o-1", "o-2"} {
+		req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}}
+		if _, _, err := s.PlaceOrder(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, err := sql.Open("sqlite", "file:"+dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	closeAsync := func(no string) chan error {
+		ch := make(chan error, 1)
+		go func() {
+			_, err := s.CloseOrder(ctx, no, models.TriggerUserCancel, "u1")
+			ch <- err
+		}()
+		return ch
+	}
+	joined := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); s.CloseGroupForming() < n; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the group never had %d closes", n)
+			}
+		}
+	}
+	leader := closeAsync("o-1")
+	joined(1)
+	time.Sleep(200 * time.Millisecond)
+	late := closeAsync("o-2")
+	joined(2)
+	if err := <-leader; !models.IsBusy(err) {
+		t.Fatalf("the leader's close behind another process's write lock = %v, want BUSY", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-late; err != nil {
+		t.Fatalf("the close that joined 200 ms later = %v, want it closed once the lock was let go, within its own wait", err)
 	}
 }

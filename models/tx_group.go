@@ -2,7 +2,6 @@ package models
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -199,9 +198,10 @@ func inGroup[M member](s *Store, g *txGroups[M], c M, run func(tx *gorm.DB, call
 // left, see leave), so a client that hangs up leaves the others' writes
 // alone. A transaction that began and failed (a statement, the commit, a
 // lost connection, a panic) sends every member back to write on its own,
-// where a failure is its own; one that never got the write turn answers
-// its error to every member that waited as long, and sends one that
-// joined later to wait the rest of its own time alone.
+// where a failure is its own; one that never began, its wait for the
+// write turn or the write lock at an end, answers its error to every
+// member that waited as long, and sends one that joined later to wait the
+// rest of its own time alone.
 func runGroup[M member](s *Store, ctx context.Context, g *txGroups[M], f *txGroup[M], run func(tx *gorm.DB, calls []M) error) {
 	defer f.cancel()
 	var calls []M
@@ -246,9 +246,11 @@ func runGroup[M member](s *Store, ctx context.Context, g *txGroups[M], f *txGrou
 		case err == nil:
 		case began:
 			c.err, c.alone = nil, true
-		case errors.Is(err, errWriteQueueTimeout) && time.Since(c.joined) < s.busy:
-			// Its leader waited the whole busy timeout for the write
-			// turn, it only part of it: it waits the rest alone.
+		case !began && IsBusy(err) && time.Since(c.joined) < s.busy:
+			// Its leader waited the whole busy timeout, for the write
+			// turn or for the database's write lock (another process
+			// holding it: BEGIN IMMEDIATE found it busy), it only part
+			// of it: it waits the rest alone.
 			c.err, c.alone, c.waitUntil = nil, true, c.joined.Add(s.busy)
 		default:
 			c.err = err
