@@ -100,17 +100,14 @@ func TestAttackWriteGroupMembersContend(t *testing.T) {
 		return err
 	})
 	b.placeN(t, "o-pay")
-	place := func(r models.PlaceRequest) func() error {
-		return func() error { _, _, err := b.s.PlaceOrder(b.ctx, r); return err }
-	}
 	item := []models.Item{{SkuID: "sku-2", Qty: 1}}
 	got := together(h,
-		place(models.PlaceRequest{OrderNo: "o-lim1", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
-		place(models.PlaceRequest{OrderNo: "o-lim2", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
-		place(models.PlaceRequest{OrderNo: "o-cp1", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
-		place(models.PlaceRequest{OrderNo: "o-cp2", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
-		place(models.PlaceRequest{OrderNo: "o-bal1", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
-		place(models.PlaceRequest{OrderNo: "o-bal2", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-lim1", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-lim2", UserID: "u1", Items: []models.Item{{SkuID: "sku-lim", Qty: 1}}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-cp1", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-cp2", UserID: "u1", Items: item, CouponIDs: []int64{cp}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-bal1", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
+		b.placing(models.PlaceRequest{OrderNo: "o-bal2", UserID: "u1", Items: item, Freeze: []models.Freeze{{Asset: models.AssetBalance, Amount: 700}}}),
 		b.pay("o-pay", "txn-1"), b.pay("o-pay", "txn-2"))
 	for i, want := range []error{models.ErrUserLimit, models.ErrCouponUnavailable, models.ErrInsufficientFunds, models.ErrOrderNotPayable} {
 		a, c := got[2*i], got[2*i+1]
@@ -139,15 +136,7 @@ func TestAttackWriteGroupDatabaseFull(t *testing.T) {
 	var pages int64
 	must(t, func() error { return b.s.W.Raw("PRAGMA page_count").Scan(&pages).Error })
 	must(t, func() error { return b.s.W.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages+4)).Error })
-	small := func() error {
-		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-small", UserID: "u1", Items: []models.Item{{SkuID: "sku-1", Qty: 1}}})
-		return err
-	}
-	big := func() error {
-		_, _, err := b.s.PlaceOrder(b.ctx, models.PlaceRequest{OrderNo: "o-big", UserID: "u1", Items: items})
-		return err
-	}
-	got := together(h, small, big)
+	got := together(h, b.place("o-small", "sku-1"), b.placing(models.PlaceRequest{OrderNo: "o-big", UserID: "u1", Items: items}))
 	groups, _ := b.s.WriteGroupStats()
 	t.Logf("small = %v, big = %v; %d groups committed", got[0], got[1], groups)
 	if got[1] == nil {

@@ -250,19 +250,29 @@ func (s *Store) remoteRefusal(tasks []ReleaseTask) error {
 // needs that after a failed statement). The savepoint is released either
 // way, so a loop of them does not pile up subtransactions.
 func savepoint(tx *gorm.DB, name string, fn func() error) error {
+	fnErr, err := inSavepoint(tx, name, fn)
+	switch {
+	case err == nil:
+		return fnErr
+	case fnErr == nil:
+		return err
+	}
+	return errors.Join(fnErr, err)
+}
+
+// inSavepoint is savepoint with fn's error apart from that of the
+// savepoint's own statements: when err is set, the transaction may not be
+// usable any more, whatever fn did.
+func inSavepoint(tx *gorm.DB, name string, fn func() error) (fnErr, err error) {
 	if err := tx.Exec("SAVEPOINT " + name).Error; err != nil {
-		return err
+		return nil, err
 	}
-	if err := fn(); err != nil {
-		if rerr := tx.Exec("ROLLBACK TO SAVEPOINT " + name).Error; rerr != nil {
-			return errors.Join(err, rerr)
+	if fnErr = fn(); fnErr != nil {
+		if err := tx.Exec("ROLLBACK TO SAVEPOINT " + name).Error; err != nil {
+			return fnErr, err
 		}
-		if rerr := tx.Exec("RELEASE SAVEPOINT " + name).Error; rerr != nil {
-			return errors.Join(err, rerr)
-		}
-		return err
 	}
-	return tx.Exec("RELEASE SAVEPOINT " + name).Error
+	return fnErr, tx.Exec("RELEASE SAVEPOINT " + name).Error
 }
 
 // isBusinessRefusal tells a "the data does not allow it" failure from a

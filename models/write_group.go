@@ -78,29 +78,20 @@ func (s *Store) runWrites(tx *gorm.DB, calls []*writeCall) error {
 			c.err = err
 			continue
 		}
-		name := fmt.Sprintf("w%d", i)
-		if err := tx.Exec("SAVEPOINT " + name).Error; err != nil {
-			return err
-		}
 		own := newRollup()
-		err := c.fn(tx.WithContext(context.WithValue(tx.Statement.Context, rollupCtxKey{}, own)))
-		if err == nil && (c.ctx.Err() != nil || !s.shared.keep(&c.groupCall)) {
-			err = c.ctx.Err()
-		}
-		if err != nil {
-			if rerr := tx.Exec("ROLLBACK TO SAVEPOINT " + name).Error; rerr != nil {
-				return errors.Join(err, rerr)
+		fnErr, err := inSavepoint(tx, fmt.Sprintf("w%d", i), func() error {
+			err := c.fn(tx.WithContext(context.WithValue(tx.Statement.Context, rollupCtxKey{}, own)))
+			if err == nil && (c.ctx.Err() != nil || !s.shared.keep(&c.groupCall)) {
+				err = c.ctx.Err()
 			}
-			if rerr := tx.Exec("RELEASE SAVEPOINT " + name).Error; rerr != nil {
-				return errors.Join(err, rerr)
-			}
-			c.err = err
-			continue
-		}
-		if err := tx.Exec("RELEASE SAVEPOINT " + name).Error; err != nil {
 			return err
-		}
-		if group != nil {
+		})
+		switch {
+		case err != nil:
+			return errors.Join(fnErr, err) // the savepoint's own statements: the group fails
+		case fnErr != nil:
+			c.err = fnErr
+		case group != nil:
 			group.merge(own)
 		}
 	}

@@ -34,12 +34,16 @@ func together(h *groupHold, writes ...func() error) []error {
 	return out
 }
 
-func (b bundle) place(no, sku string) func() error {
+// placing is a placement of r, to run (together).
+func (b bundle) placing(r models.PlaceRequest) func() error {
 	return func() error {
-		req := models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: sku, Qty: 1}}}
-		_, _, err := b.s.PlaceOrder(b.ctx, req)
+		_, _, err := b.s.PlaceOrder(b.ctx, r)
 		return err
 	}
+}
+
+func (b bundle) place(no, sku string) func() error {
+	return b.placing(models.PlaceRequest{OrderNo: no, UserID: "u1", Items: []models.Item{{SkuID: sku, Qty: 1}}})
 }
 
 func (b bundle) pay(no, txn string) func() error {
